@@ -1,0 +1,1 @@
+//! perf.data reading and writing (work in progress).

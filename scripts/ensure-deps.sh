@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what building and testing spelunk needs on a fresh Debian machine (run as root),
+# and says exactly what is missing otherwise. Idempotent: installs only what is absent.
+#   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf
+#   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
+#   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
+set -euo pipefail
+
+want_apt=()
+need_cmd() { command -v "$1" >/dev/null 2>&1; }
+
+# Linux perf 6.1 (Debian package linux-perf) is the independent SPE decoder our tests compare with.
+if ! need_cmd perf || ! perf version >/dev/null 2>&1; then want_apt+=(linux-perf); fi
+for mode in "$@"; do
+  case "$mode" in
+    cross)
+      need_cmd aarch64-linux-gnu-gcc || want_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+      need_cmd qemu-aarch64 || want_apt+=(qemu-user)
+      ;;
+    fuzz|core|"") ;;
+    *) echo "ensure-deps: unknown mode '$mode'" >&2; exit 2 ;;
+  esac
+done
+
+if ((${#want_apt[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    echo "spelunk needs these Debian packages: ${want_apt[*]}" >&2
+    echo "install them with: sudo apt-get install -y ${want_apt[*]}" >&2
+    exit 1
+  fi
+  echo "ensure-deps: installing ${want_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${want_apt[@]}" >/dev/null
+fi
+
+if ! need_cmd cargo; then
+  echo "spelunk needs Rust (cargo). Install it from https://rustup.rs and re-run." >&2
+  exit 1
+fi
+if need_cmd rustup; then
+  rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+  rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+  for mode in "$@"; do
+    case "$mode" in
+      cross) rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
+               || rustup target add aarch64-unknown-linux-gnu ;;
+      fuzz)  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+             need_cmd cargo-fuzz || cargo install --locked cargo-fuzz ;;
+    esac
+  done
+fi
