@@ -1,1 +1,39 @@
-fn main() {}
+//! The `spelunk` binary: argument parsing and wiring only. Each subcommand lives in its own
+//! module and calls into the library crates.
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+mod decode;
+mod topdown;
+
+/// Memory-centric performance analysis for Arm Neoverse: SPE precise sampling, memory latency
+/// and data sources, top-down PMU metrics.
+#[derive(Parser, Debug)]
+#[command(name = "spelunk", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Decode(decode::DecodeArgs),
+    Topdown(topdown::TopdownArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Decode(args) => decode::run(args),
+        Command::Topdown(args) => topdown::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            // One line: what failed and (in the error chain) what to do.
+            eprintln!("spelunk: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

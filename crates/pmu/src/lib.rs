@@ -1,0 +1,1 @@
+//! PMU catalogs and top-down methodology (work in progress).
