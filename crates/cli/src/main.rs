@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod decode;
+mod progress;
 mod topdown;
 
 /// Memory-centric performance analysis for Arm Neoverse: SPE precise sampling, memory latency

@@ -1,1 +1,10 @@
-//! Output writers (work in progress).
+//! Writers for spelunk's results: typed tables (Parquet, CSV) and, later, terminal tables,
+//! JSON and HTML. Nothing here decodes or analyses; it presents what earlier stages produced.
+
+pub mod spe_tables;
+pub mod summary;
+pub mod table;
+
+pub use spe_tables::{CpuInterpretation, Interpretation, SpeTable, SpeTableWriter};
+pub use summary::{ContainerLosses, DecodeSummary};
+pub use table::{Cell, ColumnDef, ColumnKind, TableError, TableFormat, TableWriter};

@@ -115,7 +115,7 @@ impl Event {
 }
 
 /// Names of implementation-defined event bits (12–15) for a CPU, where known.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ImpDefEventNames {
     pub names: [Option<&'static str>; 4],
 }

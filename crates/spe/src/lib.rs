@@ -19,6 +19,8 @@ pub mod midr;
 pub mod op;
 pub mod packet;
 pub mod record;
+pub mod sample;
+pub mod synth;
 mod text;
 
 pub use address::{canonical_va, CodeAddress, DataPhysicalAddress, DataVirtualAddress};
@@ -31,3 +33,4 @@ pub use record::{
     counter_saturated, decode_records, DecodeIssue, DecodeStats, RecordDecoder, RecordLayout,
     SpeRecord, Terminator,
 };
+pub use sample::SpeSample;

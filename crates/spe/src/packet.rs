@@ -253,7 +253,7 @@ fn read_le(buf: &[u8], at: usize, len: usize) -> u64 {
 }
 
 /// Decodes the packet at the start of `buf`, returning it and its length in bytes.
-#[inline]
+#[inline(always)]
 pub fn decode_packet(buf: &[u8]) -> Result<(Packet, usize), PacketError> {
     let Some(&h) = buf.first() else {
         return Err(PacketError::Truncated {

@@ -325,6 +325,13 @@ impl RecordDecoder {
         out: &mut Vec<SpeRecord>,
     ) {
         while pos < data.len() {
+            if data[pos] == 0 {
+                // PAD run (N1 records are ~half padding): count it in one pass.
+                let run = data[pos..].iter().take_while(|b| **b == 0).count();
+                self.stats.pad_packets += run as u64;
+                pos += run;
+                continue;
+            }
             match decode_packet(&data[pos..]) {
                 Ok((p, n)) => {
                     pos += n;

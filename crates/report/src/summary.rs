@@ -1,0 +1,221 @@
+//! The summary `spelunk decode` prints: what was decoded, per table and CPU, the time span, the
+//! operation and data-source mix, and everything that was skipped or lost.
+
+use crate::spe_tables::{Interpretation, SpeTable};
+use spelunk_spe::{DataSource, DecodeStats, Event, SpeSample};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Losses reported by the container (perf.data) rather than the SPE decoder.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerLosses {
+    /// AUX records flagged truncated (the buffer filled and data was lost).
+    pub aux_truncated: u64,
+    /// AUX records flagged partial.
+    pub aux_partial: u64,
+    /// AUX records flagged collision (SPE sample collisions were reported).
+    pub aux_collision: u64,
+    /// AUX records flagged overwrite (snapshot mode).
+    pub aux_overwrite: u64,
+    /// PERF_RECORD_LOST events and the number of records they report lost.
+    pub lost_events: u64,
+    pub lost_records: u64,
+    /// Free-form problems found while reading the container (truncated file, ...), with offsets.
+    pub problems: Vec<String>,
+}
+
+/// Accumulates a summary over a stream of samples.
+#[derive(Clone, Debug, Default)]
+pub struct DecodeSummary {
+    pub samples: u64,
+    pub by_table: BTreeMap<&'static str, u64>,
+    pub by_cpu: BTreeMap<Option<u32>, u64>,
+    pub loads: u64,
+    pub stores: u64,
+    pub branches: u64,
+    pub mispredicted_branches: u64,
+    pub load_sources: BTreeMap<DataSource, u64>,
+    pub first_time_ns: Option<u64>,
+    pub last_time_ns: Option<u64>,
+    pub first_ts: Option<u64>,
+    pub last_ts: Option<u64>,
+    pub with_tid: u64,
+    pub decode: DecodeStats,
+    pub container: ContainerLosses,
+}
+
+impl DecodeSummary {
+    pub fn add(&mut self, s: &SpeSample, interp: &Interpretation) {
+        self.samples += 1;
+        let table = SpeTable::of(s);
+        *self.by_table.entry(table.suffix()).or_default() += 1;
+        *self.by_cpu.entry(s.cpu).or_default() += 1;
+        let r = &s.record;
+        if let Some(op) = r.op {
+            if op.is_load() {
+                self.loads += 1;
+                if let Some((ds, _)) = interp
+                    .for_cpu(s.cpu)
+                    .data_source
+                    .resolve(r.data_source, r.events)
+                {
+                    *self.load_sources.entry(ds).or_default() += 1;
+                }
+            } else if op.is_store() {
+                self.stores += 1;
+            } else if op.is_branch() {
+                self.branches += 1;
+                if r.events.is_some_and(|e| e.contains(Event::Mispredicted)) {
+                    self.mispredicted_branches += 1;
+                }
+            }
+        }
+        if let Some(t) = s.time_ns {
+            self.first_time_ns = Some(self.first_time_ns.map_or(t, |f| f.min(t)));
+            self.last_time_ns = Some(self.last_time_ns.map_or(t, |l| l.max(t)));
+        }
+        if let Some(t) = r.timestamp {
+            self.first_ts = Some(self.first_ts.map_or(t, |f| f.min(t)));
+            self.last_ts = Some(self.last_ts.map_or(t, |l| l.max(t)));
+        }
+        if s.tid.is_some() {
+            self.with_tid += 1;
+        }
+    }
+
+    /// Plain-text rendering for the terminal.
+    pub fn render_text(&self) -> String {
+        let mut o = String::new();
+        let pct = |n: u64, d: u64| {
+            if d == 0 {
+                0.0
+            } else {
+                100.0 * n as f64 / d as f64
+            }
+        };
+        let _ = writeln!(o, "SPE records decoded: {}", self.samples);
+        for (t, n) in &self.by_table {
+            let _ = writeln!(o, "  {:<6} {:>12}  ({:5.1}%)", t, n, pct(*n, self.samples));
+        }
+        let _ = writeln!(
+            o,
+            "operations: {} loads, {} stores, {} branches ({} mispredicted, {:.2}%)",
+            self.loads,
+            self.stores,
+            self.branches,
+            self.mispredicted_branches,
+            pct(self.mispredicted_branches, self.branches)
+        );
+        if !self.load_sources.is_empty() {
+            let total: u64 = self.load_sources.values().sum();
+            let mut v: Vec<_> = self.load_sources.iter().collect();
+            v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let parts: Vec<String> = v
+                .iter()
+                .map(|(d, n)| format!("{} {:.1}%", d, pct(**n, total)))
+                .collect();
+            let _ = writeln!(o, "load data sources: {}", parts.join(", "));
+        }
+        if self.by_cpu.len() > 1 || self.by_cpu.keys().any(|c| c.is_some()) {
+            let parts: Vec<String> = self
+                .by_cpu
+                .iter()
+                .map(|(c, n)| match c {
+                    Some(c) => format!("cpu{c}: {n}"),
+                    None => format!("no cpu: {n}"),
+                })
+                .collect();
+            let _ = writeln!(o, "per CPU: {}", parts.join(", "));
+        }
+        match (self.first_time_ns, self.last_time_ns) {
+            (Some(a), Some(b)) => {
+                let _ = writeln!(
+                    o,
+                    "time span: {:.6} s (perf time {a} .. {b} ns)",
+                    (b - a) as f64 / 1e9
+                );
+            }
+            _ => match (self.first_ts, self.last_ts) {
+                (Some(a), Some(b)) => {
+                    let _ = writeln!(
+                        o,
+                        "timestamps: {a} .. {b} (timer ticks; no TIME_CONV to convert them)"
+                    );
+                }
+                _ => {
+                    let _ = writeln!(o, "timestamps: none (recorded without ts_enable)");
+                }
+            },
+        }
+        if self.samples > 0 {
+            let _ = writeln!(
+                o,
+                "thread known for {:.1}% of records",
+                pct(self.with_tid, self.samples)
+            );
+        }
+        let d = &self.decode;
+        let _ = writeln!(
+            o,
+            "bytes decoded: {} ({} packets, {} padding)",
+            d.bytes, d.packets, d.pad_packets
+        );
+        let c = &self.container;
+        let lost = d.has_losses()
+            || d.unterminated_records > 0
+            || c.aux_truncated + c.aux_partial + c.aux_collision + c.lost_events > 0
+            || !c.problems.is_empty();
+        if lost {
+            let _ = writeln!(o, "LOSSES:");
+            let mut line = |n: u64, what: &str| {
+                if n > 0 {
+                    let _ = writeln!(o, "  {n} {what}");
+                }
+            };
+            line(
+                d.bad_bytes,
+                "undecodable bytes skipped (decoder resynchronised)",
+            );
+            line(
+                d.dropped_records,
+                "partial records dropped at undecodable bytes",
+            );
+            line(
+                d.unterminated_records,
+                "records without END/TIMESTAMP (kept)",
+            );
+            line(
+                d.incomplete_records,
+                "incomplete records at buffer gaps or end of data",
+            );
+            line(
+                d.truncated_packets,
+                "packets cut off at buffer gaps or end of data",
+            );
+            line(
+                c.aux_truncated,
+                "AUX buffers flagged truncated (SPE data lost: buffer full)",
+            );
+            line(c.aux_partial, "AUX buffers flagged partial");
+            line(
+                c.aux_collision,
+                "AUX buffers flagged collision (samples lost to SPE collisions)",
+            );
+            line(c.lost_events, "PERF_RECORD_LOST events");
+            line(c.lost_records, "records reported lost by PERF_RECORD_LOST");
+            for p in &c.problems {
+                let _ = writeln!(o, "  {p}");
+            }
+        } else {
+            let _ = writeln!(o, "nothing lost: every byte decoded, no AUX loss flags");
+        }
+        if d.unknown_index_packets > 0 {
+            let _ = writeln!(
+                o,
+                "note: {} address/counter packets with unnamed indexes",
+                d.unknown_index_packets
+            );
+        }
+        o
+    }
+}
