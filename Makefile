@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps demo test build fmt-check clippy unit
+.PHONY: help deps demo test build fmt-check clippy unit cross fuzz-smoke bench
 
 help:
 	@echo "make demo   decode the bundled SPE recording and print a summary"
@@ -28,4 +28,16 @@ clippy:
 unit:
 	$(CARGO) test --workspace --locked
 
-test: deps fmt-check clippy unit
+# Cross-build for aarch64 and run the decoder tests under qemu-aarch64.
+cross:
+	scripts/cross-test-aarch64.sh
+
+# A short run of every fuzz target (FUZZ_SECONDS each, default 30).
+fuzz-smoke:
+	scripts/fuzz-smoke.sh
+
+# Benchmarks (not part of `make test`): criterion/divan benches and the end-to-end scripts.
+bench:
+	$(CARGO) bench --locked -p spelunk-spe --bench decode
+
+test: deps fmt-check clippy unit cross fuzz-smoke

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Cross-builds the whole workspace for aarch64-unknown-linux-gnu (our users' platform) and runs
+# the SPE decoder's tests under qemu-aarch64, so Arm-only bugs (unsigned c_char, alignment,
+# endianness assumptions) show up on x86 CI. Needs: scripts/ensure-deps.sh cross.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-deps.sh cross
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+target=aarch64-unknown-linux-gnu
+echo "== cross-build: workspace for $target"
+cargo build --locked --workspace --all-targets --target "$target"
+echo "== decoder tests under qemu-aarch64"
+cargo test --locked -p spelunk-spe --target "$target"
