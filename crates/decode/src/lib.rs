@@ -1,0 +1,17 @@
+//! The decode stage: turns a recording's per-CPU SPE byte streams into [`SpeSample`]s — records
+//! with their CPU, perf time and thread — in time order, in parallel and in bounded memory.
+//!
+//! The stage is independent of the container: it reads through the [`AuxSource`] trait and a
+//! [`DecodePlan`] (streams, timestamp conversion, thread timeline) that the perf.data reader (or
+//! an emulator trace, or a test) provides.
+//!
+//! [`SpeSample`]: spelunk_spe::SpeSample
+
+pub mod pipeline;
+pub mod threads;
+
+pub use pipeline::{
+    decode, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome, DecodePlan, PipelineError,
+    StreamDesc, StreamOutcome, TimeConvFn,
+};
+pub use threads::{SwitchIn, ThreadTimeline};
