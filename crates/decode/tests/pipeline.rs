@@ -151,7 +151,7 @@ fn streams_merge_by_time_and_keep_every_record() {
 fn threads_from_the_timeline_when_records_have_no_context() {
     let recs = synth(7, 1000, None, 1000);
     let mid = recs[500].timestamp.unwrap();
-    let (file, descs) = layout(&[recs.clone()], 4096);
+    let (file, descs) = layout(std::slice::from_ref(&recs), 4096);
     let mut threads = ThreadTimeline::new();
     threads.switch_in(SwitchIn {
         cpu: 0,
