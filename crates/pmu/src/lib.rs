@@ -1,1 +1,26 @@
-//! PMU catalogs and top-down methodology (work in progress).
+//! PMU top-down methodology for Arm Neoverse: event catalogs per CPU ([`catalog`]), metric
+//! expressions ([`expr`]), counter scheduling ([`schedule`]), metric evaluation with the decision
+//! tree and sanity checks ([`compute`]), CPU detection from sysfs ([`detect`]), import of
+//! `perf stat -x` output ([`import`]) and report rendering ([`render`]).
+//!
+//! Nothing here touches the kernel: live counting lives in `spelunk_perf::counting`; this crate
+//! works on [`counts::Measurement`]s however they were obtained, so all of it is tested on any
+//! machine.
+
+pub mod catalog;
+pub mod compute;
+pub mod counts;
+pub mod describe;
+pub mod error;
+pub mod expr;
+pub mod import;
+pub mod schedule;
+
+pub use catalog::{Catalog, Metric, MetricGroup, Stage};
+pub use compute::{
+    evaluate, Evaluation, MetricResult, Selection, StageFilter, Warning, WarningKind,
+};
+pub use counts::{CountStatus, EventCount, Measurement};
+pub use error::{ExprError, PmuError};
+pub use expr::{Constant, Expr, Unavailable};
+pub use schedule::{schedule, Budget, Schedule};

@@ -1,0 +1,397 @@
+//! Import of `perf stat -x SEP` output (CSV mode; `-x,` or `-x;`).
+//!
+//! Each line (perf's documented CSV layout, tools/perf/Documentation/perf-stat.txt) is:
+//! `[time,] [aggregation-id,] [aggregated-cpus,] value, unit, event, run-time, percent
+//! [, variance] [, metric-value, metric-unit]`, where the value may be `<not counted>` or
+//! `<not supported>`, the time is present with `-I`, the aggregation id with `-A` (`CPU3`),
+//! `--per-core` (`S0-D0-C1`), `--per-socket` (`S0`) etc. The value is already scaled by perf when
+//! the event was multiplexed; `percent` is time_running / time_enabled * 100.
+//!
+//! Event names are resolved against the catalog: names (`L1D_CACHE`, `l1d_cache`), raw codes
+//! (`r3`, `r0003`), PMU syntax (`armv8_pmuv3_0/l1d_cache/`, `armv8_pmuv3_0/event=0x3/`),
+//! modifiers (`:u`) stripped, and perf's generic names on arm64 (`instructions`, `cycles`, ...).
+
+use crate::catalog::Catalog;
+use crate::counts::{CountStatus, EventCount, Measurement};
+use crate::error::PmuError;
+use std::collections::BTreeMap;
+
+/// perf's generic hardware/cache event names and the Armv8 common event each maps to in the
+/// arm64 PMUv3 driver's default tables (fact from Linux `arch/arm64/kernel/perf_event.c`,
+/// `armv8_pmuv3_perf_map` / `armv8_pmuv3_perf_cache_map`; some cores override a few).
+const PERF_GENERIC: &[(&str, &str)] = &[
+    ("cycles", "CPU_CYCLES"),
+    ("cpu-cycles", "CPU_CYCLES"),
+    ("instructions", "INST_RETIRED"),
+    ("branches", "PC_WRITE_RETIRED"),
+    ("branch-instructions", "PC_WRITE_RETIRED"),
+    ("branch-misses", "BR_MIS_PRED"),
+    ("cache-references", "L1D_CACHE"),
+    ("cache-misses", "L1D_CACHE_REFILL"),
+    ("bus-cycles", "BUS_CYCLES"),
+    ("stalled-cycles-frontend", "STALL_FRONTEND"),
+    ("stalled-cycles-backend", "STALL_BACKEND"),
+    ("l1-dcache-loads", "L1D_CACHE"),
+    ("l1-dcache-load-misses", "L1D_CACHE_REFILL"),
+    ("l1-icache-loads", "L1I_CACHE"),
+    ("l1-icache-load-misses", "L1I_CACHE_REFILL"),
+    ("dtlb-loads", "L1D_TLB"),
+    ("dtlb-load-misses", "L1D_TLB_REFILL"),
+    ("itlb-loads", "L1I_TLB"),
+    ("itlb-load-misses", "L1I_TLB_REFILL"),
+];
+
+/// Counts of an import, per scope and interval.
+#[derive(Clone, Debug, Default)]
+pub struct Imported {
+    pub separator: char,
+    /// Scopes in order of first appearance: `None` = perf's aggregate, `Some("CPU3")` etc.
+    pub scopes: Vec<ImportedScope>,
+    /// Notes about names that were mapped, ignored lines, duplicates.
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ImportedScope {
+    pub id: Option<String>,
+    /// Whole-run counts (the sum of the intervals when the input is an interval run).
+    pub total: Measurement,
+    /// (interval end time in seconds, counts of that interval); empty without `-I`.
+    pub intervals: Vec<(f64, Measurement)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Row {
+    time_s: Option<f64>,
+    scope: Option<String>,
+    count: EventCount,
+    event: String,
+}
+
+/// Parses `perf stat -x` output. `path` is used in error messages only.
+pub fn parse_perf_stat(text: &str, path: &str, catalog: &Catalog) -> Result<Imported, PmuError> {
+    let sep = detect_separator(text);
+    let mut notes = Vec::new();
+    let mut rows = Vec::new();
+    let mut unknown: BTreeMap<String, usize> = BTreeMap::new();
+    let mut mapped: BTreeMap<String, String> = BTreeMap::new();
+    for (i, raw_line) in text.lines().enumerate() {
+        let line_no = i + 1;
+        let line = raw_line.trim_end_matches('\r');
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split(sep).map(str::trim).collect();
+        let Some(v) =
+            (0..fields.len()).find(|&v| is_value(fields[v]) && is_event(fields.get(v + 2)))
+        else {
+            // Lines that are not counter lines (e.g. a program's own output) are skipped.
+            notes.push(format!(
+                "{path}:{line_no}: not a perf stat counter line, skipped"
+            ));
+            continue;
+        };
+        let prefix = &fields[..v];
+        let mut time_s = None;
+        let mut scope = None;
+        for (k, f) in prefix.iter().enumerate() {
+            if k == 0 && f.contains('.') && f.parse::<f64>().is_ok() {
+                time_s = f.parse().ok();
+            } else if scope.is_none() && !f.is_empty() && f.parse::<f64>().is_err() {
+                scope = Some(f.to_string());
+            }
+        }
+        let event_field = fields[v + 2];
+        let Some((name, how)) = resolve_event(event_field, catalog) else {
+            *unknown.entry(event_field.to_string()).or_insert(0) += 1;
+            continue;
+        };
+        if let Some(how) = how {
+            mapped.insert(event_field.to_string(), format!("{name} ({how})"));
+        }
+        let percent = fields.get(v + 4).and_then(|p| p.parse::<f64>().ok());
+        let fraction = percent.map(|p| (p / 100.0).clamp(0.0, 1.0));
+        let value_field = fields[v];
+        let count = if value_field.starts_with("<not supported") {
+            EventCount::missing(CountStatus::NotSupported)
+        } else if value_field.starts_with("<not counted") {
+            EventCount::missing(CountStatus::NotCounted)
+        } else {
+            let value: f64 = value_field.parse().map_err(|_| PmuError::Import {
+                path: path.to_string(),
+                line: line_no,
+                message: format!("counter value {value_field:?} is not a number"),
+            })?;
+            if value < 0.0 {
+                return Err(PmuError::Import {
+                    path: path.to_string(),
+                    line: line_no,
+                    message: format!("negative count {value_field}"),
+                });
+            }
+            EventCount::counted(value, fraction)
+        };
+        rows.push(Row {
+            time_s,
+            scope,
+            count,
+            event: name,
+        });
+    }
+    if rows.is_empty() {
+        return Err(PmuError::Import {
+            path: path.to_string(),
+            line: text.lines().count(),
+            message: format!(
+                "no counter lines found (expected `perf stat -x{sep}` output{})",
+                if unknown.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; events not in the {} catalog: {}",
+                        catalog.id,
+                        unknown.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }
+            ),
+        });
+    }
+    for (from, to) in &mapped {
+        notes.push(format!("{from} read as {to}"));
+    }
+    for (name, n) in &unknown {
+        notes.push(format!(
+            "{name}: not an event of the {} catalog, ignored ({n} line{})",
+            catalog.id,
+            if *n == 1 { "" } else { "s" }
+        ));
+    }
+    let scopes = assemble(rows, &mut notes);
+    Ok(Imported {
+        separator: sep,
+        scopes,
+        notes,
+    })
+}
+
+fn assemble(rows: Vec<Row>, notes: &mut Vec<String>) -> Vec<ImportedScope> {
+    let mut scopes: Vec<ImportedScope> = Vec::new();
+    let mut dup_noted = false;
+    for r in rows {
+        let idx = match scopes.iter().position(|s| s.id == r.scope) {
+            Some(i) => i,
+            None => {
+                scopes.push(ImportedScope {
+                    id: r.scope.clone(),
+                    ..Default::default()
+                });
+                scopes.len() - 1
+            }
+        };
+        let s = &mut scopes[idx];
+        let target = match r.time_s {
+            Some(t) => {
+                let pos = match s.intervals.iter().position(|(ti, _)| *ti == t) {
+                    Some(p) => p,
+                    None => {
+                        s.intervals.push((t, Measurement::single(BTreeMap::new())));
+                        s.intervals.len() - 1
+                    }
+                };
+                &mut s.intervals[pos].1
+            }
+            None => {
+                if s.total.groups.is_empty() {
+                    s.total = Measurement::single(BTreeMap::new());
+                }
+                &mut s.total
+            }
+        };
+        let g = &mut target.groups[0];
+        if g.contains_key(&r.event) {
+            if !dup_noted {
+                notes.push(format!(
+                    "{} appears more than once in one scope and interval; the first is used",
+                    r.event
+                ));
+                dup_noted = true;
+            }
+            continue;
+        }
+        g.insert(r.event, r.count);
+    }
+    for s in &mut scopes {
+        if !s.intervals.is_empty() {
+            s.intervals.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut total = Measurement::single(BTreeMap::new());
+            for (_, m) in &s.intervals {
+                total = total.add(m);
+            }
+            s.total = total;
+        }
+    }
+    scopes
+}
+
+fn detect_separator(text: &str) -> char {
+    let (mut commas, mut semis) = (0usize, 0usize);
+    for l in text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .take(50)
+    {
+        commas += l.matches(',').count();
+        semis += l.matches(';').count();
+    }
+    if semis > commas {
+        ';'
+    } else {
+        ','
+    }
+}
+
+fn is_value(f: &str) -> bool {
+    f.starts_with("<not ") || (!f.is_empty() && f.parse::<f64>().is_ok())
+}
+
+fn is_event(f: Option<&&str>) -> bool {
+    matches!(f, Some(s) if !s.is_empty() && s.parse::<f64>().is_err())
+}
+
+/// Resolves a perf event string to a catalog event name. The second value says how, when the
+/// name was not the catalog's own.
+pub fn resolve_event(field: &str, catalog: &Catalog) -> Option<(String, Option<String>)> {
+    let mut s = field.trim();
+    // PMU syntax: pmu/terms/modifiers
+    let mut inner = s;
+    if let Some(start) = s.find('/') {
+        if let Some(end) = s[start + 1..].find('/') {
+            inner = &s[start + 1..start + 1 + end];
+        }
+    }
+    if inner != s {
+        s = inner;
+        for term in s.split(',') {
+            if let Some(code) = term.trim().strip_prefix("event=") {
+                let c = parse_code(code)?;
+                return catalog
+                    .event_name(c)
+                    .map(|n| (n.to_string(), Some(format!("event code {code}"))));
+            }
+        }
+    } else if let Some(pos) = s.rfind(':') {
+        s = &s[..pos];
+    }
+    let upper = s.to_ascii_uppercase();
+    if catalog.events.contains_key(&upper) {
+        return Some((upper, None));
+    }
+    if let Some(hex) = s.strip_prefix('r').or_else(|| s.strip_prefix("raw 0x")) {
+        if !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) {
+            let c = u16::from_str_radix(hex, 16).ok()?;
+            return catalog
+                .event_name(c)
+                .map(|n| (n.to_string(), Some(format!("raw code 0x{c:x}"))));
+        }
+    }
+    let lower = s.to_ascii_lowercase();
+    PERF_GENERIC
+        .iter()
+        .find(|(g, _)| *g == lower)
+        .filter(|(_, ev)| catalog.events.contains_key(*ev))
+        .map(|(g, ev)| {
+            (
+                ev.to_string(),
+                Some(format!("perf's generic `{g}` on arm64")),
+            )
+        })
+}
+
+fn parse_code(s: &str) -> Option<u16> {
+    let s = s.trim();
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u16::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::builtin;
+
+    #[test]
+    fn event_names() {
+        let c = builtin("neoverse-n1").unwrap();
+        let r = |s: &str| resolve_event(s, &c).map(|x| x.0);
+        assert_eq!(r("r11").as_deref(), Some("CPU_CYCLES"));
+        assert_eq!(r("r0011").as_deref(), Some("CPU_CYCLES"));
+        assert_eq!(r("r1").as_deref(), Some("L1I_CACHE_REFILL"));
+        assert_eq!(r("l1d_cache").as_deref(), Some("L1D_CACHE"));
+        assert_eq!(r("L1D_CACHE:u").as_deref(), Some("L1D_CACHE"));
+        assert_eq!(
+            r("armv8_pmuv3_0/l2d_cache_refill/").as_deref(),
+            Some("L2D_CACHE_REFILL")
+        );
+        assert_eq!(
+            r("armv8_pmuv3_0/event=0x24/").as_deref(),
+            Some("STALL_BACKEND")
+        );
+        assert_eq!(r("instructions").as_deref(), Some("INST_RETIRED"));
+        assert_eq!(r("cycles:u").as_deref(), Some("CPU_CYCLES"));
+        assert_eq!(r("page-faults"), None);
+        assert_eq!(r("r9999"), None);
+    }
+
+    #[test]
+    fn layouts() {
+        let c = builtin("neoverse-n1").unwrap();
+        // aggregate, per-CPU (-A), per-core, interval; not counted/supported; semicolons.
+        let text = "\
+# started on Mon
+100,,r8,1000,100.00,,
+<not counted>,,r23,0,0.00,,
+<not supported>,,r24,0,100.00,,
+CPU0;50;;r8;1000;100.00;;
+CPU1;60;;r8;1000;50.00;;
+";
+        let imp = parse_perf_stat(text, "t", &c).unwrap();
+        assert_eq!(imp.separator, ',');
+        let agg = &imp.scopes[0];
+        assert_eq!(agg.id, None);
+        let ev = agg.total.events();
+        assert_eq!(ev["INST_RETIRED"].value, Some(100.0));
+        assert_eq!(ev["STALL_FRONTEND"].status, CountStatus::NotCounted);
+        assert_eq!(ev["STALL_BACKEND"].status, CountStatus::NotSupported);
+
+        let semi = "CPU0;50;;r8;1000;100.00;;\nCPU1;60;;r8;1000;50.00;;\n";
+        let imp = parse_perf_stat(semi, "t", &c).unwrap();
+        assert_eq!(imp.separator, ';');
+        assert_eq!(imp.scopes.len(), 2);
+        assert_eq!(imp.scopes[1].id.as_deref(), Some("CPU1"));
+        assert_eq!(
+            imp.scopes[1].total.events()["INST_RETIRED"].running_fraction,
+            Some(0.5)
+        );
+
+        let per_core = "S0-D0-C0,2,300,,r11,1000,100.00,,\n";
+        let imp = parse_perf_stat(per_core, "t", &c).unwrap();
+        assert_eq!(imp.scopes[0].id.as_deref(), Some("S0-D0-C0"));
+        assert_eq!(
+            imp.scopes[0].total.events()["CPU_CYCLES"].value,
+            Some(300.0)
+        );
+
+        let interval =
+            "1.000100,10,,r8,1,100.00,,\n2.000200,20,,r8,1,100.00,,\n1.000100,5,,r11,1,100.00,,\n";
+        let imp = parse_perf_stat(interval, "t", &c).unwrap();
+        let s = &imp.scopes[0];
+        assert_eq!(s.intervals.len(), 2);
+        assert_eq!(s.total.events()["INST_RETIRED"].value, Some(30.0));
+        assert_eq!(s.intervals[0].1.groups[0]["CPU_CYCLES"].value, Some(5.0));
+
+        let err = parse_perf_stat("hello\n", "f.csv", &c).unwrap_err();
+        assert!(err.to_string().contains("f.csv"), "{err}");
+    }
+}
