@@ -46,6 +46,8 @@ use crate::timeconv::{TimeConv, TimeConvLayout};
 pub const MAX_KEPT_PROBLEMS: usize = 64;
 /// Feature sections larger than this are ignored (no sane feature is near it).
 const MAX_FEATURE_SECTION: u64 = 256 << 20;
+/// All feature sections together (linux-perf-data reads them all into memory).
+const MAX_FEATURE_TOTAL: u64 = 1 << 30;
 /// Event ids per attr accepted from the attrs section.
 const MAX_IDS_PER_ATTR: u64 = 1 << 20;
 
@@ -624,6 +626,7 @@ impl PerfDataFile {
             return;
         }
         let mut good: Vec<(u32, u64, u64)> = Vec::new();
+        let mut total = 0u64;
         for (i, bit) in bits.iter().enumerate() {
             let at = data_end + 16 * i as u64;
             let (o, s) = (
@@ -639,6 +642,16 @@ impl PerfDataFile {
                         "feature {bit} section (byte {o}, {s} bytes) lies outside the file \
                          ({len} bytes); ignored"
                     ),
+                );
+                continue;
+            }
+            total += s;
+            if total > MAX_FEATURE_TOTAL {
+                push_problem(
+                    &mut self.summary,
+                    ProblemKind::FeatureSection,
+                    at,
+                    format!("feature {bit} section would exceed 1 GiB of feature data; ignored"),
                 );
                 continue;
             }
@@ -1289,6 +1302,11 @@ impl PerfDataFile {
     }
 
     /// Computes chunk continuity and the AUX flags that apply to each chunk.
+    ///
+    /// A chunk covers `[aux_offset, aux_offset + size)` of the CPU's running AUX offset, except
+    /// that its last bytes may be perf's padding, which the next chunk's data follows (so the
+    /// chunk is cut at the next chunk's start). A zero-size AUX record at offset X (the kernel
+    /// writes those with TRUNCATED when the buffer was full) belongs to the chunk ending at X.
     fn link_aux(&mut self) {
         let mut by_cpu: HashMap<u32, Vec<&AuxRecord>> = HashMap::new();
         for a in &self.sideband.aux {
@@ -1298,13 +1316,25 @@ impl PerfDataFile {
         }
         for s in &mut self.aux_streams {
             let recs = s.cpu.and_then(|c| by_cpu.get(&c));
+            let starts: Vec<u64> = s.chunks.iter().map(|c| c.aux_offset).collect();
             let mut prev: Option<AuxChunk> = None;
-            for c in &mut s.chunks {
+            for (i, c) in s.chunks.iter_mut().enumerate() {
+                let lo = c.aux_offset;
+                let mut hi = lo.saturating_add(c.size);
+                if let Some(next) = starts.get(i + 1) {
+                    if *next > lo && *next < hi {
+                        hi = *next;
+                    }
+                }
                 if let Some(recs) = recs {
-                    let (lo, hi) = (c.aux_offset, c.aux_offset.saturating_add(c.size));
                     for r in recs.iter() {
-                        let (rlo, rhi) = (r.aux_offset, r.aux_offset.saturating_add(r.aux_size));
-                        if rlo < hi && lo < rhi.max(rlo + 1) {
+                        let rlo = r.aux_offset;
+                        let hit = if r.aux_size == 0 {
+                            lo < rlo && rlo <= hi
+                        } else {
+                            rlo < hi && lo < rlo.saturating_add(r.aux_size)
+                        };
+                        if hit {
                             c.aux_flags.0 |= r.flags.0;
                         }
                     }
