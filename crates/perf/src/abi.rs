@@ -287,7 +287,7 @@ pub mod feature {
     pub const BITS: u32 = 256;
 }
 
-/// perf.data file header (`struct perf_file_header`, perf.data-file-format.txt): magic[8],
+/// perf.data file header (`struct perf_file_header`, perf.data-file-format.txt): `magic[8]`,
 /// size, attr_size, attrs{offset,size}, data{offset,size}, event_types{offset,size},
 /// 256 feature bits.
 pub mod header {

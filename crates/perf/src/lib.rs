@@ -30,10 +30,11 @@
 //!   still dumps the packets. The writer therefore defaults to version 1.
 //! - **Decoding needs `sample_id_all` = 1 and AUXTRACE_INFO type 4**; without sample_id_all
 //!   perf never decodes the AUX queue (tests/data README).
-//! - **TIME_CONV before AUXTRACE_INFO.** perf copies the session's TIME_CONV into its SPE
-//!   decoder when it processes AUXTRACE_INFO; `perf record` writes TIME_CONV first and so does
-//!   the writer. SPE sample times are `tsc_to_perf_time(TIMESTAMP)`; `perf script --ns` prints
-//!   exactly the converted value.
+//! - **TIME_CONV must precede AUXTRACE_INFO.** perf takes the time conversion into its SPE
+//!   decoder when it processes AUXTRACE_INFO. With the two records swapped, `perf script`
+//!   6.1 prints no sample and dies of SIGFPE (exit status 136, a division by the zero
+//!   time_mult it copied), while `perf report -D` still dumps the packets (pinned by a test). The writer writes TIME_CONV first, as `perf record` does. SPE sample
+//!   times are `tsc_to_perf_time(TIMESTAMP)`; `perf script --ns` prints exactly that value.
 //! - **TIME_CONV has a short (32-byte) and a long (56-byte) layout**; the long one adds
 //!   time_cycles, time_mask and the cap_user_time_zero/short bytes.
 //! - **HEADER_CPUID on arm64** is `0x%016lx` of MIDR_EL1 with Variant \[23:20\] and Revision

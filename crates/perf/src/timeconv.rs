@@ -40,9 +40,10 @@ pub enum TimeConvLayout {
 
 impl TimeConv {
     /// A conversion for a timer running at `hz` ticks per second whose count 0 is perf time
-    /// `time_zero`, with `time_shift`/`time_mult` chosen the way the kernel's clocksource code
-    /// does: the largest shift (at most 32) whose multiplier still fits in 32 bits.
-    /// `hz` of 1 GHz gives shift 0, mult 1 (ticks are nanoseconds).
+    /// `time_zero`. Like the kernel's clocksource code it starts from the largest shift (at
+    /// most 32) whose multiplier fits in 32 bits, then halves an even multiplier while it can,
+    /// which gives the same results with less overflow: 1 GHz gives shift 0, mult 1 (ticks are
+    /// nanoseconds), 25 MHz gives shift 0, mult 40.
     pub fn from_frequency(hz: u64, time_zero: u64) -> TimeConv {
         let hz = hz.max(1);
         let mut shift = 32u16;

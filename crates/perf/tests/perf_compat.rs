@@ -211,3 +211,46 @@ fn perf_6_1_silently_ignores_version_2_metadata() {
     let f = PerfDataFile::open(&rec.path).unwrap();
     assert_eq!(f.spe.as_ref().unwrap().version(), 2);
 }
+
+/// Why the writer puts TIME_CONV before AUXTRACE_INFO: with the two records swapped, perf 6.1
+/// decodes the packets (`report -D`) but `perf script` synthesizes no sample and dies of
+/// SIGFPE (it divides by the zero time_mult it copied before TIME_CONV arrived).
+#[test]
+fn perf_6_1_needs_time_conv_before_auxtrace_info() {
+    let dir = scratch_dir("order");
+    let rec = write_recording(&dir, "spe.data", SpeMetadataLayout::V1, &[], false);
+    let mut b = std::fs::read(&rec.path).unwrap();
+    let f = PerfDataFile::from_bytes(&b).unwrap();
+    let ai = f.auxtrace_info.as_ref().unwrap().offset as usize;
+    let size_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at + 6], b[at + 7]]) as usize;
+    // The writer's order: ID_INDEX, TIME_CONV, AUXTRACE_INFO.
+    let tc = ai - 56;
+    assert_eq!(u32::from_le_bytes(b[tc..tc + 4].try_into().unwrap()), 79);
+    let (tc_len, ai_len) = (size_at(&b, tc), size_at(&b, ai));
+    let swapped = [&b[ai..ai + ai_len], &b[tc..tc + tc_len]].concat();
+    b[tc..tc + tc_len + ai_len].copy_from_slice(&swapped);
+    let path = dir.join("swapped.data");
+    std::fs::write(&path, &b).unwrap();
+    let p = path.to_str().unwrap();
+    let (version, _, _) = perf(&["version"]);
+    let out = std::process::Command::new("perf")
+        .args(["script", "-i", p, "--itrace=i1i"])
+        .output()
+        .expect("perf");
+    let signal = std::os::unix::process::ExitStatusExt::signal(&out.status);
+    let out = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (dump, _, _) = perf(&["report", "-D", "-i", p]);
+    assert!(dump.contains("ARM SPE data: size"));
+    if version.contains("perf version 6.1.") {
+        assert_eq!(
+            out.lines().count(),
+            0,
+            "perf 6.1 now copes with the swapped order?"
+        );
+        assert_eq!(signal, Some(8), "perf 6.1 no longer dies of SIGFPE here?");
+    }
+    // The reader does not care about the order.
+    let g = PerfDataFile::open(&path).unwrap();
+    assert_eq!(g.time_conv, Some(rec.spec.time_conv));
+    assert!(g.spe.is_some());
+}
