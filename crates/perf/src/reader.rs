@@ -796,7 +796,9 @@ impl PerfDataFile {
         // the walk and put it back afterwards.
         let source =
             std::mem::replace(&mut self.source, Box::new(MemorySource(Arc::from(&[][..]))));
-        let mut cursor_buf = BufferedCursor::new(source.as_ref(), 1 << 20);
+        // 64 KiB windows: large enough for runs of sideband, small next to typical AUX chunks
+        // (MiBs), whose payloads are skipped, not read.
+        let mut cursor_buf = BufferedCursor::new(source.as_ref(), 64 << 10);
         let mut body = Vec::with_capacity(1 << 16);
         let mut pos = start;
         while pos < end {

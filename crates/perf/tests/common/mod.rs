@@ -10,8 +10,24 @@ use spelunk_perf::*;
 use spelunk_spe::synth::{SynthConfig, SynthStream};
 use spelunk_spe::{RecordLayout, SpeRecord};
 
+/// A scratch directory removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A fresh scratch directory under the system temp dir.
-pub fn scratch_dir(tag: &str) -> PathBuf {
+pub fn scratch_dir(tag: &str) -> Scratch {
     static N: AtomicU32 = AtomicU32::new(0);
     let d = std::env::temp_dir().join(format!(
         "spelunk-perf-{tag}-{}-{}",
@@ -20,7 +36,7 @@ pub fn scratch_dir(tag: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create scratch dir");
-    d
+    Scratch(d)
 }
 
 /// Runs `perf` with `args`; fails the test with a clear message when perf is missing.
