@@ -578,3 +578,54 @@ fn clear_errors_for_files_that_are_not_spe_perf_data() {
     );
     let _ = Midr(0);
 }
+
+/// Random headers (valid magic, random sections and sizes) and random bodies never panic.
+#[test]
+fn random_headers_never_panic() {
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..4000 {
+        let len = 104 + (next() % 1500) as usize;
+        let mut b: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        b[0..8].copy_from_slice(b"PERFILE2");
+        // Mostly plausible values, sometimes huge ones.
+        let small = |v: u64, m: u64| if v % 5 == 0 { v } else { v % m };
+        let fields = [
+            104,
+            small(next(), 200),
+            small(next(), len as u64),
+            small(next(), 600),
+            small(next(), len as u64),
+            small(next(), len as u64),
+        ];
+        for (i, v) in fields.iter().enumerate() {
+            b[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        if next() % 2 == 0 && len > 400 {
+            // A valid attrs section so that the data walk and features run on random bytes.
+            for (at, v) in [(16, 144u64), (24, 104), (32, 144), (40, 248)] {
+                b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            b[108..112].copy_from_slice(&128u32.to_le_bytes());
+            b[232..248].copy_from_slice(&[0; 16]);
+            if next() % 2 == 0 {
+                let size = (len - 248) as u64 - next() % 64;
+                b[48..56].copy_from_slice(&size.to_le_bytes());
+            }
+        }
+        if let Ok(f) = PerfDataFile::from_bytes(&b) {
+            let _ = f.require_spe();
+            let mut buf = Vec::new();
+            for s in &f.aux_streams {
+                for c in &s.chunks {
+                    let _ = f.read_chunk(c, &mut buf);
+                }
+            }
+        }
+    }
+}
