@@ -158,6 +158,8 @@ pub struct MetricResult {
     pub units: String,
     pub value: Option<f64>,
     pub unavailable: Option<Unavailable>,
+    /// Events the formula needs that have no count.
+    pub missing_events: Vec<String>,
     /// The formula as the catalog writes it.
     pub formula: String,
     /// The formula as evaluated (slot widths named).
@@ -265,6 +267,12 @@ pub fn evaluate(
             .iter()
             .filter_map(|e| measurement.get(&name, e).and_then(|c| c.running_fraction))
             .reduce(f64::min);
+        let missing_events: Vec<String> = m
+            .events
+            .iter()
+            .filter(|e| env.event(e).is_none())
+            .cloned()
+            .collect();
         let groups: Vec<String> = selection
             .groups
             .iter()
@@ -284,6 +292,7 @@ pub fn evaluate(
             units: m.units.clone(),
             value,
             unavailable,
+            missing_events,
             formula: m.formula.clone(),
             evaluated: m.expr.to_string(),
             threshold: m.threshold,
@@ -392,9 +401,7 @@ fn sanity(catalog: &Catalog, metrics: &[MetricResult]) -> Vec<Warning> {
                 m.running_fraction.unwrap_or(0.0) * 100.0
             ));
         }
-        if let Some(Unavailable::MissingEvent { event }) = &m.unavailable {
-            missing.insert(event.clone());
-        }
+        missing.extend(m.missing_events.iter().cloned());
         let Some(v) = m.value else { continue };
         let is_ratio = m.units.starts_with("per ") && m.units != "per cycle";
         if is_ratio && v > 1.0 {

@@ -256,7 +256,7 @@ fn is_value(f: &str) -> bool {
 }
 
 fn is_event(f: Option<&&str>) -> bool {
-    matches!(f, Some(s) if !s.is_empty() && s.parse::<f64>().is_err())
+    matches!(f, Some(s) if !s.is_empty() && !s.starts_with('<') && s.parse::<f64>().is_err())
 }
 
 /// Resolves a perf event string to a catalog event name. The second value says how, when the

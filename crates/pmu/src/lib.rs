@@ -11,9 +11,11 @@ pub mod catalog;
 pub mod compute;
 pub mod counts;
 pub mod describe;
+pub mod detect;
 pub mod error;
 pub mod expr;
 pub mod import;
+pub mod report;
 pub mod schedule;
 
 pub use catalog::{Catalog, Metric, MetricGroup, Stage};
