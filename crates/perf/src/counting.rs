@@ -88,6 +88,9 @@ impl PerfEventAttr {
     pub fn disabled(&self) -> bool {
         self.flags & FLAG_DISABLED != 0
     }
+    pub fn enable_on_exec(&self) -> bool {
+        self.flags & FLAG_ENABLE_ON_EXEC != 0
+    }
     pub fn exclude_kernel(&self) -> bool {
         self.flags & FLAG_EXCLUDE_KERNEL != 0
     }
@@ -297,6 +300,7 @@ impl<'a, S: PerfSys + ?Sized> CountingSession<'a, S> {
             sys,
             groups: Vec::new(),
         };
+        let mut first_unsupported: Option<(u64, i32, io::Error)> = None;
         let (pid, cpus): (i32, Vec<i32>) = match target {
             Target::Process(p) => (*p, vec![-1]),
             Target::Cpus(c) => (-1, c.clone()),
@@ -313,7 +317,12 @@ impl<'a, S: PerfSys + ?Sized> CountingSession<'a, S> {
                     let attr = PerfEventAttr::counting(pmu_type, code, &opts, leader.is_none());
                     match sys.open(&attr, pid, cpu, leader.unwrap_or(-1)) {
                         Ok(fd) => og.fds.push((code, Some(fd))),
-                        Err(e) if is_unsupported(&e) => og.fds.push((code, None)),
+                        Err(e) if is_unsupported(&e) => {
+                            if first_unsupported.is_none() {
+                                first_unsupported = Some((code, cpu, e));
+                            }
+                            og.fds.push((code, None));
+                        }
                         Err(source) => {
                             // Close what this group opened; the session closes the others.
                             og.fds
@@ -332,6 +341,19 @@ impl<'a, S: PerfSys + ?Sized> CountingSession<'a, S> {
                     }
                 }
                 session.groups.push(og);
+            }
+        }
+        // Not one event could be opened: there is no usable PMU, not just a missing event.
+        if session.groups.iter().all(|g| g.leader().is_none()) {
+            if let Some((code, cpu, source)) = first_unsupported {
+                return Err(CountingError::Open {
+                    code,
+                    pmu_type,
+                    pid,
+                    cpu,
+                    hint: hint(&source),
+                    source,
+                });
             }
         }
         Ok(session)
@@ -780,7 +802,8 @@ pub mod sim {
                     code: attr.config,
                     leader,
                     cpu,
-                    enabled: !attr.disabled() && group_fd < 0,
+                    // enable_on_exec: the target execs right after the counters are opened.
+                    enabled: group_fd < 0 && (!attr.disabled() || attr.enable_on_exec()),
                 },
             );
             Ok(fd)

@@ -194,3 +194,66 @@ mod tests {
         assert_eq!(s.running_fraction, Some(0.625));
     }
 }
+
+/// One counter reading as the counting layer delivers it (cumulative or a delta).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RawReading {
+    pub group: usize,
+    pub event: String,
+    pub value: u64,
+    pub time_enabled_ns: u64,
+    pub time_running_ns: u64,
+    pub unsupported: bool,
+}
+
+impl Measurement {
+    /// Builds a measurement from raw readings (several CPUs of one group are summed), scaling
+    /// multiplexed counts by enabled/running as perf does.
+    pub fn from_raw(
+        n_groups: usize,
+        readings: &[RawReading],
+        metric_group: BTreeMap<String, usize>,
+    ) -> Measurement {
+        let mut groups: Vec<BTreeMap<String, EventCount>> = vec![BTreeMap::new(); n_groups];
+        for r in readings {
+            let Some(g) = groups.get_mut(r.group) else {
+                continue;
+            };
+            let c = if r.unsupported {
+                EventCount::missing(CountStatus::NotSupported)
+            } else {
+                EventCount::from_raw(r.value, r.time_enabled_ns, r.time_running_ns)
+            };
+            let merged = match g.get(&r.event) {
+                Some(prev) => prev.add(&c),
+                None => c,
+            };
+            g.insert(r.event.clone(), merged);
+        }
+        Measurement {
+            groups,
+            metric_group,
+        }
+    }
+}
+
+/// `later - earlier` for cumulative readings in the same order (an interval's delta).
+pub fn delta(later: &[RawReading], earlier: &[RawReading]) -> Vec<RawReading> {
+    later
+        .iter()
+        .zip(earlier.iter().chain(std::iter::repeat(&RawReading {
+            group: 0,
+            event: String::new(),
+            value: 0,
+            time_enabled_ns: 0,
+            time_running_ns: 0,
+            unsupported: false,
+        })))
+        .map(|(l, e)| RawReading {
+            value: l.value.saturating_sub(e.value),
+            time_enabled_ns: l.time_enabled_ns.saturating_sub(e.time_enabled_ns),
+            time_running_ns: l.time_running_ns.saturating_sub(e.time_running_ns),
+            ..l.clone()
+        })
+        .collect()
+}

@@ -22,7 +22,7 @@ pub use catalog::{Catalog, Metric, MetricGroup, Stage};
 pub use compute::{
     evaluate, Evaluation, MetricResult, Selection, StageFilter, Warning, WarningKind,
 };
-pub use counts::{CountStatus, EventCount, Measurement};
+pub use counts::{CountStatus, EventCount, Measurement, RawReading};
 pub use error::{ExprError, PmuError};
 pub use expr::{Constant, Expr, Unavailable};
 pub use schedule::{schedule, Budget, Schedule};

@@ -308,13 +308,15 @@ fn threshold_text(m: &MetricResult) -> String {
 fn value_text(m: &MetricResult) -> String {
     match (m.value, &m.unavailable) {
         (Some(v), _) => format_value(v, &m.units),
-        (None, Some(u)) => format!("n/a ({u})"),
-        (None, None) => "n/a".into(),
+        (None, _) => "n/a".into(),
     }
 }
 
 fn marks(m: &MetricResult) -> String {
     let mut s = String::new();
+    if let Some(u) = &m.unavailable {
+        s.push_str(&format!("  ({u})"));
+    }
     if m.bottleneck {
         s.push_str("  <== bottleneck");
     } else if m.flagged {
