@@ -787,6 +787,35 @@ mod tests {
     }
 
     #[test]
+    fn interval_timeline_from_a_live_run() {
+        let root = tree("sysfs-altra-n1");
+        let a = args(&[
+            "--sysfs-root",
+            &root,
+            "--stage",
+            "1",
+            "-I",
+            "10",
+            "--",
+            "sleep",
+            "0.1",
+        ]);
+        let mut pmu = n1_pmu();
+        pmu.advance_per_read_ns = 1_000_000;
+        let r = live(&a, &pmu).unwrap();
+        let s = &r.scopes[0];
+        assert!(s.intervals.len() >= 3, "{} intervals", s.intervals.len());
+        // Every interval's delta has the simulated 80 % back-end stalls.
+        for iv in &s.intervals[1..] {
+            let v = iv.metrics["backend_stalled_cycles"].expect("value");
+            assert!((v - 80.0).abs() < 0.5, "{v}");
+            assert_eq!(iv.bottleneck, vec!["backend_stalled_cycles"]);
+        }
+        assert!(s.intervals.windows(2).all(|w| w[0].time_s < w[1].time_s));
+        assert!(report::render_text(&r).contains("Timeline"));
+    }
+
+    #[test]
     fn runs_that_disagree_are_reported() {
         let mut m = Measurement::default();
         for v in [100.0, 120.0] {

@@ -737,6 +737,9 @@ pub mod sim {
         pub rates: BTreeMap<u64, f64>,
         /// Simulated enabled time per read, in ns.
         pub elapsed_ns: u64,
+        /// Enabled time added by every read (0: time stands still), so interval deltas move.
+        pub advance_per_read_ns: u64,
+        reads: RefCell<u64>,
         /// Fail perf_event_open with this errno for every event (e.g. ENOENT: no PMU).
         pub fail_all: Option<i32>,
         evs: RefCell<BTreeMap<i32, Ev>>,
@@ -753,6 +756,8 @@ pub mod sim {
                 unsupported: Vec::new(),
                 rates: BTreeMap::new(),
                 elapsed_ns: 1_000_000_000,
+                advance_per_read_ns: 0,
+                reads: RefCell::new(0),
                 fail_all: None,
                 evs: RefCell::new(BTreeMap::new()),
                 next_fd: RefCell::new(100),
@@ -822,7 +827,8 @@ pub mod sim {
                 .filter(|x| x.cpu == e.cpu && evs.get(&x.leader).is_some_and(|l| l.enabled))
                 .map(|x| x.leader)
                 .collect();
-            let enabled = self.elapsed_ns;
+            *self.reads.borrow_mut() += 1;
+            let enabled = self.elapsed_ns + self.advance_per_read_ns * *self.reads.borrow();
             let running = enabled / groups_on_cpu.len().max(1) as u64;
             let rate = self.rates.get(&e.code).copied().unwrap_or(0.0);
             Ok([(rate * running as f64) as u64, enabled, running])
