@@ -3,11 +3,18 @@
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use spelunk_report::{DecodeSummary, Interpretation, SpeTableWriter, TableFormat};
+use spelunk_decode::{plan_from_perf, DecodeOptions, PipelineError};
+use spelunk_perf::reader::ProblemKind;
+use spelunk_perf::PerfDataFile;
+use spelunk_report::{
+    CpuInterpretation, DecodeSummary, Interpretation, SpeTableWriter, TableFormat,
+};
 use spelunk_spe::{CpuModel, Midr, RecordDecoder, SpeSample};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::progress::Progress;
 
@@ -110,11 +117,105 @@ pub fn run(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     if args.raw {
         decode_raw(&args, &prefix, format)
     } else {
-        bail!(
-            "{}: perf.data decoding is being built; for a raw SPE buffer use --raw",
-            args.file.display()
-        )
+        decode_perf(&args, &prefix, format)
     }
+}
+
+/// Samples between progress-bar updates (the bar reads an atomic byte counter).
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow::Result<ExitCode> {
+    let file = PerfDataFile::open_spe(&args.file)?;
+    let (plan, losses) = plan_from_perf(&file);
+    let total_bytes: u64 = file.aux_streams.iter().map(|s| s.bytes()).sum();
+    if total_bytes == 0 {
+        bail!(
+            "{}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were written; \
+             was the workload too short, or did SPE not start?)",
+            file.path()
+        );
+    }
+    let interp = match midr_override(args)? {
+        Some(m) => Interpretation::uniform(Some(m)),
+        None => {
+            let mut i = Interpretation::uniform(file.features.midr());
+            for cpu in plan.streams.iter().filter_map(|s| s.cpu) {
+                i.per_cpu
+                    .insert(cpu, CpuInterpretation::for_midr(file.cpu_midr(cpu)));
+            }
+            i
+        }
+    };
+    let mut writer = SpeTableWriter::create(prefix, format, interp.clone())?;
+    let mut summary = DecodeSummary {
+        container: losses,
+        ..Default::default()
+    };
+    let progress = Progress::bytes(total_bytes, "decoding", args.no_progress);
+    let done_bytes = Arc::new(AtomicU64::new(0));
+    let opts = DecodeOptions {
+        progress: Some(done_bytes.clone()),
+        ..Default::default()
+    };
+    let mut n = 0u64;
+    let result = spelunk_decode::decode(&file, &plan, &opts, |s| {
+        summary.add(s, &interp);
+        n += 1;
+        if n % PROGRESS_EVERY == 0 {
+            progress.set(done_bytes.load(Ordering::Relaxed));
+        }
+        writer.write(s)
+    });
+    progress.finish();
+    // Whatever happens, keep what was decoded: close the tables first.
+    let outputs = writer.finish()?;
+    let outcome = match result {
+        Ok(o) => o,
+        Err(PipelineError::Sink(e)) => return Err(e.into()),
+        Err(e) => {
+            report(args, &summary, &outputs, &[], &args.file);
+            return Err(anyhow::Error::new(e).context(
+                "decoding stopped; the tables hold the records decoded before the error",
+            ));
+        }
+    };
+    summary.decode = outcome.stats;
+    if summary.samples == 0 {
+        for (p, _) in &outputs {
+            let _ = std::fs::remove_file(p);
+        }
+        let first = outcome.issues.first().map(|i| {
+            format!(
+                "; first undecodable byte at offset {}: {}",
+                i.offset, i.error
+            )
+        });
+        bail!(
+            "{}: {} bytes of SPE data held no complete record{}",
+            file.path(),
+            total_bytes,
+            first.unwrap_or_default()
+        );
+    }
+    report(args, &summary, &outputs, &outcome.issues, &args.file);
+    // A damaged file still gets its tables, but the exit status says it was damaged.
+    let damaged = file.summary.problems.iter().find(|p| {
+        matches!(
+            p.kind,
+            ProblemKind::DataSizeZero
+                | ProblemKind::DataBeyondEof
+                | ProblemKind::RecordCutOff
+                | ProblemKind::MalformedRecord
+        )
+    });
+    if let Some(p) = damaged {
+        bail!(
+            "{}: damaged recording ({}); the tables hold everything decoded before the damage",
+            file.path(),
+            p.message
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Reads chunks of this size from raw buffers (bounded memory whatever the file size).

@@ -7,9 +7,11 @@
 //!
 //! [`SpeSample`]: spelunk_spe::SpeSample
 
+pub mod perf;
 pub mod pipeline;
 pub mod threads;
 
+pub use perf::{plan_from_perf, ContainerLosses};
 pub use pipeline::{
     decode, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome, DecodePlan, PipelineError,
     StreamDesc, StreamOutcome, TimeConvFn,

@@ -1357,6 +1357,12 @@ impl PerfDataFile {
         &self.path
     }
 
+    /// Fills `buf` with the file's bytes at `offset` (positional read; safe from several threads
+    /// at once). Used to read large AUX chunks in bounded pieces.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        self.source.read_exact_at(buf, offset)
+    }
+
     /// The SPE metadata, or the error that explains why there is none: no AUXTRACE_INFO, AUX
     /// data of another tracer, or an unknown metadata version.
     pub fn require_spe(&self) -> Result<&SpeAuxtraceInfo, PerfError> {

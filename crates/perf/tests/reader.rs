@@ -510,7 +510,7 @@ fn clear_errors_for_files_that_are_not_spe_perf_data() {
     let dir = scratch_dir("errors");
     // A raw SPE buffer (the shared test vector recorded on Arm hardware).
     let raw = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/spe/spe-b1-ts1.data");
+        .join("../../tests/data/spe/spe-b1-ts1.data");
     let e = PerfDataFile::open(&raw).unwrap_err().to_string();
     assert!(
         e.contains("not a perf.data file: looks like a raw SPE buffer; use --raw"),

@@ -6,5 +6,5 @@ pub mod summary;
 pub mod table;
 
 pub use spe_tables::{CpuInterpretation, Interpretation, SpeTable, SpeTableWriter};
-pub use summary::{ContainerLosses, DecodeSummary};
+pub use summary::DecodeSummary;
 pub use table::{Cell, ColumnDef, ColumnKind, TableError, TableFormat, TableWriter};

@@ -2,27 +2,10 @@
 //! operation and data-source mix, and everything that was skipped or lost.
 
 use crate::spe_tables::{Interpretation, SpeTable};
+use spelunk_decode::ContainerLosses;
 use spelunk_spe::{DataSource, DecodeStats, Event, SpeSample};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-
-/// Losses reported by the container (perf.data) rather than the SPE decoder.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ContainerLosses {
-    /// AUX records flagged truncated (the buffer filled and data was lost).
-    pub aux_truncated: u64,
-    /// AUX records flagged partial.
-    pub aux_partial: u64,
-    /// AUX records flagged collision (SPE sample collisions were reported).
-    pub aux_collision: u64,
-    /// AUX records flagged overwrite (snapshot mode).
-    pub aux_overwrite: u64,
-    /// PERF_RECORD_LOST events and the number of records they report lost.
-    pub lost_events: u64,
-    pub lost_records: u64,
-    /// Free-form problems found while reading the container (truncated file, ...), with offsets.
-    pub problems: Vec<String>,
-}
 
 /// Accumulates a summary over a stream of samples.
 #[derive(Clone, Debug, Default)]
@@ -161,10 +144,7 @@ impl DecodeSummary {
             d.bytes, d.packets, d.pad_packets
         );
         let c = &self.container;
-        let lost = d.has_losses()
-            || d.unterminated_records > 0
-            || c.aux_truncated + c.aux_partial + c.aux_collision + c.lost_events > 0
-            || !c.problems.is_empty();
+        let lost = d.has_losses() || d.unterminated_records > 0 || c.any();
         if lost {
             let _ = writeln!(o, "LOSSES:");
             let mut line = |n: u64, what: &str| {
@@ -203,11 +183,27 @@ impl DecodeSummary {
             );
             line(c.lost_events, "PERF_RECORD_LOST events");
             line(c.lost_records, "records reported lost by PERF_RECORD_LOST");
+            line(
+                c.lost_samples,
+                "samples reported lost by PERF_RECORD_LOST_SAMPLES",
+            );
+            line(c.auxtrace_errors, "PERF_RECORD_AUXTRACE_ERROR records");
+            line(
+                c.cut_off_chunks,
+                "AUX buffers cut off by the end of the file",
+            );
             for p in &c.problems {
                 let _ = writeln!(o, "  {p}");
             }
         } else {
             let _ = writeln!(o, "nothing lost: every byte decoded, no AUX loss flags");
+        }
+        if c.aux_overwrite > 0 {
+            let _ = writeln!(
+                o,
+                "note: {} AUX buffers in snapshot (overwrite) mode",
+                c.aux_overwrite
+            );
         }
         if d.unknown_index_packets > 0 {
             let _ = writeln!(
