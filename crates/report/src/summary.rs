@@ -4,20 +4,23 @@
 use crate::spe_tables::{Interpretation, SpeTable};
 use spelunk_decode::ContainerLosses;
 use spelunk_spe::{DataSource, DecodeStats, Event, SpeSample};
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Accumulates a summary over a stream of samples.
 #[derive(Clone, Debug, Default)]
 pub struct DecodeSummary {
     pub samples: u64,
-    pub by_table: BTreeMap<&'static str, u64>,
-    pub by_cpu: BTreeMap<Option<u32>, u64>,
+    /// Records per table: ldst, br, other.
+    pub by_table: [u64; 3],
+    /// Records per CPU (index = CPU number), and records without a CPU.
+    pub by_cpu: Vec<u64>,
+    pub no_cpu: u64,
     pub loads: u64,
     pub stores: u64,
     pub branches: u64,
     pub mispredicted_branches: u64,
-    pub load_sources: BTreeMap<DataSource, u64>,
+    /// Loads per data source (a handful of entries; searched linearly).
+    pub load_sources: Vec<(DataSource, u64)>,
     pub first_time_ns: Option<u64>,
     pub last_time_ns: Option<u64>,
     pub first_ts: Option<u64>,
@@ -27,12 +30,31 @@ pub struct DecodeSummary {
     pub container: ContainerLosses,
 }
 
+/// CPUs numbered at or above this are counted as `no_cpu` (a corrupt CPU number must not make
+/// the summary allocate gigabytes).
+const MAX_CPU_SLOTS: usize = 1 << 16;
+
 impl DecodeSummary {
     pub fn add(&mut self, s: &SpeSample, interp: &Interpretation) {
         self.samples += 1;
-        let table = SpeTable::of(s);
-        *self.by_table.entry(table.suffix()).or_default() += 1;
-        *self.by_cpu.entry(s.cpu).or_default() += 1;
+        self.by_table[match SpeTable::of(s) {
+            SpeTable::LoadStore => 0,
+            SpeTable::Branch => 1,
+            SpeTable::Other => 2,
+        }] += 1;
+        match s
+            .cpu
+            .and_then(|c| usize::try_from(c).ok())
+            .filter(|c| *c < MAX_CPU_SLOTS)
+        {
+            Some(c) => {
+                if self.by_cpu.len() <= c {
+                    self.by_cpu.resize(c + 1, 0);
+                }
+                self.by_cpu[c] += 1;
+            }
+            None => self.no_cpu += 1,
+        }
         let r = &s.record;
         if let Some(op) = r.op {
             if op.is_load() {
@@ -42,7 +64,10 @@ impl DecodeSummary {
                     .data_source
                     .resolve(r.data_source, r.events)
                 {
-                    *self.load_sources.entry(ds).or_default() += 1;
+                    match self.load_sources.iter_mut().find(|(d, _)| *d == ds) {
+                        Some((_, n)) => *n += 1,
+                        None => self.load_sources.push((ds, 1)),
+                    }
                 }
             } else if op.is_store() {
                 self.stores += 1;
@@ -77,8 +102,11 @@ impl DecodeSummary {
             }
         };
         let _ = writeln!(o, "SPE records decoded: {}", self.samples);
-        for (t, n) in &self.by_table {
-            let _ = writeln!(o, "  {:<6} {:>12}  ({:5.1}%)", t, n, pct(*n, self.samples));
+        for (t, n) in ["ldst", "br", "other"].iter().zip(self.by_table) {
+            if n == 0 {
+                continue;
+            }
+            let _ = writeln!(o, "  {:<6} {:>12}  ({:5.1}%)", t, n, pct(n, self.samples));
         }
         let _ = writeln!(
             o,
@@ -90,8 +118,8 @@ impl DecodeSummary {
             pct(self.mispredicted_branches, self.branches)
         );
         if !self.load_sources.is_empty() {
-            let total: u64 = self.load_sources.values().sum();
-            let mut v: Vec<_> = self.load_sources.iter().collect();
+            let total: u64 = self.load_sources.iter().map(|(_, n)| n).sum();
+            let mut v: Vec<_> = self.load_sources.iter().map(|(d, n)| (d, n)).collect();
             v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             let parts: Vec<String> = v
                 .iter()
@@ -99,15 +127,17 @@ impl DecodeSummary {
                 .collect();
             let _ = writeln!(o, "load data sources: {}", parts.join(", "));
         }
-        if self.by_cpu.len() > 1 || self.by_cpu.keys().any(|c| c.is_some()) {
-            let parts: Vec<String> = self
+        if self.by_cpu.iter().any(|n| *n > 0) {
+            let mut parts: Vec<String> = self
                 .by_cpu
                 .iter()
-                .map(|(c, n)| match c {
-                    Some(c) => format!("cpu{c}: {n}"),
-                    None => format!("no cpu: {n}"),
-                })
+                .enumerate()
+                .filter(|(_, n)| **n > 0)
+                .map(|(c, n)| format!("cpu{c}: {n}"))
                 .collect();
+            if self.no_cpu > 0 {
+                parts.push(format!("no cpu: {}", self.no_cpu));
+            }
             let _ = writeln!(o, "per CPU: {}", parts.join(", "));
         }
         match (self.first_time_ns, self.last_time_ns) {

@@ -1,22 +1,26 @@
-//! A typed table written row by row to Parquet or CSV in bounded memory.
+//! A typed table written to Parquet or CSV in bounded memory.
 //!
-//! Columns have a unit-free physical kind (unsigned integers of 8–64 bits, booleans, text) and
-//! may be nullable; absent values are written as Parquet nulls / empty CSV fields, never as 0.
-//! Unsigned integers use Parquet's `INTEGER(bits, unsigned)` logical type so pandas/pyarrow read
-//! them as `uint64` etc. Rows are buffered per column and flushed as a row group every
-//! [`ROW_GROUP_ROWS`] rows, so memory stays constant whatever the input size.
+//! Columns have a physical kind (unsigned integers of 8–64 bits, booleans, text) and may be
+//! nullable; absent values are written as Parquet nulls / empty CSV fields, never as 0. Unsigned
+//! integers use Parquet's `INTEGER(bits, unsigned)` logical type so pandas/pyarrow read them as
+//! `uint64` etc.
+//!
+//! Values are appended column by column into typed buffers ([`Columns`]); every
+//! [`ROW_GROUP_ROWS`] rows the buffers are flushed — as a Parquet row group, or as CSV lines — so
+//! memory stays constant whatever the input size. Fast producers append straight into the
+//! buffers ([`TableWriter::columns`] + [`TableWriter::end_row`]); others push rows of [`Cell`]s.
 
 use parquet::basic::{Compression, LogicalType, Repetition, Type as PhysicalType};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::Type;
+use parquet::schema::types::{ColumnPath, Type};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Rows per Parquet row group (and the memory bound of a sink).
+/// Rows per Parquet row group / CSV flush (the memory bound of a table).
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +50,7 @@ impl ColumnDef {
     }
 }
 
-/// One value. Text is a cheaply clonable byte string (shared, not copied, between rows).
+/// One value, for producers that build rows (see [`TableWriter::push`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
     U64(Option<u64>),
@@ -86,20 +90,16 @@ pub enum TableError {
         path: PathBuf,
         source: parquet::errors::ParquetError,
     },
-    #[error("{path}: row has {got} cells, table has {want} columns (bug)")]
+    #[error("{path}: a row has {got} values, the table has {want} columns (bug)")]
     RowShape {
         path: PathBuf,
         got: usize,
         want: usize,
     },
-    #[error("{path}: column {column} got a {got} cell (bug)")]
-    CellKind {
-        path: PathBuf,
-        column: &'static str,
-        got: &'static str,
-    },
 }
 
+/// Values of one column since the last flush: a definition level per row (1 present, 0 null)
+/// and the present values. Integers are stored in Parquet's physical types.
 enum ColumnBuf {
     I64 {
         vals: Vec<i64>,
@@ -141,6 +141,15 @@ impl ColumnBuf {
         }
     }
 
+    fn rows(&self) -> usize {
+        match self {
+            ColumnBuf::I64 { defs, .. }
+            | ColumnBuf::I32 { defs, .. }
+            | ColumnBuf::Bool { defs, .. }
+            | ColumnBuf::Bytes { defs, .. } => defs.len(),
+        }
+    }
+
     fn clear(&mut self) {
         match self {
             ColumnBuf::I64 { vals, defs } => {
@@ -163,51 +172,89 @@ impl ColumnBuf {
     }
 }
 
-fn cell_name(c: &Cell) -> &'static str {
-    match c {
-        Cell::U64(_) => "u64",
-        Cell::U32(_) => "u32",
-        Cell::U16(_) => "u16",
-        Cell::U8(_) => "u8",
-        Cell::Bool(_) => "bool",
-        Cell::Text(_) => "text",
-    }
+/// Typed column buffers of a table. Producers append one value to every column, in column
+/// order, per row. Appending a value of the wrong kind for a column drops it and marks the
+/// table damaged; [`TableWriter::end_row`] then reports the mismatch (a programming error).
+pub struct Columns {
+    bufs: Vec<ColumnBuf>,
+    mismatch: bool,
 }
 
-/// Pushes an optional value: a definition level per row, a value only when present.
-macro_rules! push_opt {
-    ($vals:expr, $defs:expr, $v:expr, $conv:expr) => {{
-        match $v {
-            Some(x) => {
-                $vals.push($conv(x));
-                $defs.push(1);
-            }
-            None => $defs.push(0),
+macro_rules! append {
+    ($self:ident, $col:expr, $v:expr, $variant:ident, $conv:expr) => {{
+        match $self.bufs.get_mut($col) {
+            Some(ColumnBuf::$variant { vals, defs }) => match $v {
+                Some(x) => {
+                    vals.push($conv(x));
+                    defs.push(1);
+                }
+                None => defs.push(0),
+            },
+            _ => $self.mismatch = true,
         }
     }};
 }
 
+impl Columns {
+    fn new(defs: &[ColumnDef]) -> Self {
+        Columns {
+            bufs: defs.iter().map(|c| ColumnBuf::new(c.kind)).collect(),
+            mismatch: false,
+        }
+    }
+    #[inline]
+    pub fn u64(&mut self, col: usize, v: Option<u64>) {
+        append!(self, col, v, I64, |x: u64| x as i64)
+    }
+    #[inline]
+    pub fn u32(&mut self, col: usize, v: Option<u32>) {
+        append!(self, col, v, I32, |x: u32| x as i32)
+    }
+    #[inline]
+    pub fn u16(&mut self, col: usize, v: Option<u16>) {
+        append!(self, col, v, I32, i32::from)
+    }
+    #[inline]
+    pub fn u8(&mut self, col: usize, v: Option<u8>) {
+        append!(self, col, v, I32, i32::from)
+    }
+    #[inline]
+    pub fn bool(&mut self, col: usize, v: Option<bool>) {
+        append!(self, col, v, Bool, |x: bool| x)
+    }
+    #[inline]
+    pub fn text(&mut self, col: usize, v: Option<ByteArray>) {
+        append!(self, col, v, Bytes, |x: ByteArray| x)
+    }
+
+    fn cell(&mut self, col: usize, c: &Cell) {
+        match c {
+            Cell::U64(v) => self.u64(col, *v),
+            Cell::U32(v) => self.u32(col, *v),
+            Cell::U16(v) => self.u16(col, *v),
+            Cell::U8(v) => self.u8(col, *v),
+            Cell::Bool(v) => self.bool(col, *v),
+            Cell::Text(v) => self.text(col, v.clone()),
+        }
+    }
+}
+
 struct ParquetSink {
     writer: SerializedFileWriter<BufWriter<File>>,
-    columns: Vec<ColumnBuf>,
-    rows: usize,
 }
 
-struct CsvSink {
-    out: BufWriter<File>,
-    line: Vec<u8>,
-}
-
-enum SinkImpl {
+enum Sink {
     Parquet(Box<ParquetSink>),
-    Csv(CsvSink),
+    Csv(BufWriter<File>),
 }
 
 /// A table being written to one file.
 pub struct TableWriter {
     path: PathBuf,
-    columns: &'static [ColumnDef],
-    sink: SinkImpl,
+    defs: &'static [ColumnDef],
+    columns: Columns,
+    rows: usize,
+    sink: Sink,
     rows_total: u64,
 }
 
@@ -260,30 +307,32 @@ impl TableWriter {
                     source,
                 };
                 let schema = parquet_schema(name, columns).map_err(pq_err)?;
-                let props = WriterProperties::builder()
+                // Dictionary encoding pays off only for low-cardinality text (op, event names,
+                // data source); for addresses and counters it costs a hash per value and is
+                // abandoned by the writer anyway once the dictionary outgrows its page.
+                let mut props = WriterProperties::builder()
                     .set_compression(Compression::SNAPPY)
-                    .build();
-                let writer = SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props))
-                    .map_err(pq_err)?;
-                SinkImpl::Parquet(Box::new(ParquetSink {
-                    writer,
-                    columns: columns.iter().map(|c| ColumnBuf::new(c.kind)).collect(),
-                    rows: 0,
-                }))
+                    .set_dictionary_enabled(false);
+                for c in columns.iter().filter(|c| c.kind == ColumnKind::Text) {
+                    props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
+                }
+                let writer =
+                    SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props.build()))
+                        .map_err(pq_err)?;
+                Sink::Parquet(Box::new(ParquetSink { writer }))
             }
             TableFormat::Csv => {
                 let mut out = file;
                 let header: Vec<&str> = columns.iter().map(|c| c.name).collect();
                 writeln!(out, "{}", header.join(",")).map_err(io_err)?;
-                SinkImpl::Csv(CsvSink {
-                    out,
-                    line: Vec::with_capacity(512),
-                })
+                Sink::Csv(out)
             }
         };
         Ok(TableWriter {
             path: path.to_path_buf(),
-            columns,
+            defs: columns,
+            columns: Columns::new(columns),
+            rows: 0,
             sink,
             rows_total: 0,
         })
@@ -297,176 +346,204 @@ impl TableWriter {
         self.rows_total
     }
 
-    /// Appends one row; `row` must have one cell per column, of the column's kind.
+    /// The column buffers, for appending one row (one value per column, in order); then call
+    /// [`TableWriter::end_row`].
+    #[inline]
+    pub fn columns(&mut self) -> &mut Columns {
+        &mut self.columns
+    }
+
+    /// Completes a row appended through [`TableWriter::columns`]; flushes when a row group is full.
+    #[inline]
+    pub fn end_row(&mut self) -> Result<(), TableError> {
+        self.rows += 1;
+        self.rows_total += 1;
+        if self.rows >= ROW_GROUP_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Appends one row of cells (one per column, of the column's kind).
     pub fn push(&mut self, row: &[Cell]) -> Result<(), TableError> {
-        if row.len() != self.columns.len() {
+        if row.len() != self.defs.len() {
             return Err(TableError::RowShape {
                 path: self.path.clone(),
                 got: row.len(),
-                want: self.columns.len(),
+                want: self.defs.len(),
             });
         }
-        self.rows_total += 1;
-        match &mut self.sink {
-            SinkImpl::Parquet(p) => {
-                for ((buf, cell), def) in p.columns.iter_mut().zip(row).zip(self.columns) {
-                    let bad = || TableError::CellKind {
-                        path: self.path.clone(),
-                        column: def.name,
-                        got: cell_name(cell),
-                    };
-                    match (buf, cell) {
-                        (ColumnBuf::I64 { vals, defs }, Cell::U64(v)) => {
-                            push_opt!(vals, defs, *v, |x: u64| x as i64)
-                        }
-                        (ColumnBuf::I32 { vals, defs }, Cell::U32(v)) => {
-                            push_opt!(vals, defs, *v, |x: u32| x as i32)
-                        }
-                        (ColumnBuf::I32 { vals, defs }, Cell::U16(v)) => {
-                            push_opt!(vals, defs, *v, i32::from)
-                        }
-                        (ColumnBuf::I32 { vals, defs }, Cell::U8(v)) => {
-                            push_opt!(vals, defs, *v, i32::from)
-                        }
-                        (ColumnBuf::Bool { vals, defs }, Cell::Bool(v)) => {
-                            push_opt!(vals, defs, *v, |x| x)
-                        }
-                        (ColumnBuf::Bytes { vals, defs }, Cell::Text(v)) => {
-                            push_opt!(vals, defs, v.as_ref(), |x: &ByteArray| x.clone())
-                        }
-                        _ => return Err(bad()),
-                    }
-                }
-                p.rows += 1;
-                if p.rows >= ROW_GROUP_ROWS {
-                    Self::flush_parquet(&self.path, self.columns, p)?;
-                }
-            }
-            SinkImpl::Csv(c) => {
-                c.line.clear();
-                for (i, cell) in row.iter().enumerate() {
-                    if i > 0 {
-                        c.line.push(b',');
-                    }
-                    write_csv_cell(&mut c.line, cell);
-                }
-                c.line.push(b'\n');
-                c.out.write_all(&c.line).map_err(|source| TableError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            }
+        for (i, c) in row.iter().enumerate() {
+            self.columns.cell(i, c);
+        }
+        self.end_row()
+    }
+
+    fn check_shape(&self) -> Result<(), TableError> {
+        let bad = self.columns.bufs.iter().find(|b| b.rows() != self.rows);
+        if self.columns.mismatch || bad.is_some() {
+            return Err(TableError::RowShape {
+                path: self.path.clone(),
+                got: bad.map_or(self.rows, |b| b.rows()),
+                want: self.rows,
+            });
         }
         Ok(())
     }
 
-    fn flush_parquet(
-        path: &Path,
-        defs_: &[ColumnDef],
-        p: &mut ParquetSink,
-    ) -> Result<(), TableError> {
-        if p.rows == 0 {
+    fn flush(&mut self) -> Result<(), TableError> {
+        if self.rows == 0 {
             return Ok(());
         }
-        let pq_err = |source| TableError::Parquet {
-            path: path.to_path_buf(),
-            source,
-        };
-        let mut rg = p.writer.next_row_group().map_err(pq_err)?;
-        let mut i = 0;
-        while let Some(mut col) = rg.next_column().map_err(pq_err)? {
-            let nullable = defs_.get(i).map(|d| d.nullable).unwrap_or(true);
-            let buf = &p.columns[i];
-            match buf {
-                ColumnBuf::I64 { vals, defs } => {
-                    col.typed::<Int64Type>()
-                        .write_batch(vals, nullable.then_some(defs), None)
-                        .map_err(pq_err)?;
-                }
-                ColumnBuf::I32 { vals, defs } => {
-                    col.typed::<Int32Type>()
-                        .write_batch(vals, nullable.then_some(defs), None)
-                        .map_err(pq_err)?;
-                }
-                ColumnBuf::Bool { vals, defs } => {
-                    col.typed::<BoolType>()
-                        .write_batch(vals, nullable.then_some(defs), None)
-                        .map_err(pq_err)?;
-                }
-                ColumnBuf::Bytes { vals, defs } => {
-                    col.typed::<ByteArrayType>()
-                        .write_batch(vals, nullable.then_some(defs), None)
-                        .map_err(pq_err)?;
-                }
+        self.check_shape()?;
+        match &mut self.sink {
+            Sink::Parquet(p) => write_row_group(&self.path, self.defs, &self.columns.bufs, p)?,
+            Sink::Csv(out) => {
+                write_csv_rows(&self.columns.bufs, self.rows, out).map_err(|source| {
+                    TableError::Io {
+                        path: self.path.clone(),
+                        source,
+                    }
+                })?
             }
-            col.close().map_err(pq_err)?;
-            i += 1;
         }
-        rg.close().map_err(pq_err)?;
-        for c in &mut p.columns {
+        for c in &mut self.columns.bufs {
             c.clear();
         }
-        p.rows = 0;
+        self.rows = 0;
         Ok(())
     }
 
-    /// Flushes and closes the file.
-    pub fn finish(self) -> Result<u64, TableError> {
+    /// Flushes and closes the file; returns the number of rows written.
+    pub fn finish(mut self) -> Result<u64, TableError> {
+        self.flush()?;
         let rows = self.rows_total;
+        let path = self.path.clone();
         match self.sink {
-            SinkImpl::Parquet(mut p) => {
-                Self::flush_parquet(&self.path, self.columns, &mut p)?;
+            Sink::Parquet(p) => {
                 let mut inner = p
                     .writer
                     .into_inner()
                     .map_err(|source| TableError::Parquet {
-                        path: self.path.clone(),
+                        path: path.clone(),
                         source,
                     })?;
-                inner.flush().map_err(|source| TableError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
+                inner
+                    .flush()
+                    .map_err(|source| TableError::Io { path, source })?;
             }
-            SinkImpl::Csv(mut c) => {
-                c.out.flush().map_err(|source| TableError::Io {
-                    path: self.path.clone(),
-                    source,
-                })?;
-            }
+            Sink::Csv(mut out) => out
+                .flush()
+                .map_err(|source| TableError::Io { path, source })?,
         }
         Ok(rows)
     }
 }
 
-fn write_csv_cell(line: &mut Vec<u8>, cell: &Cell) {
-    use std::io::Write as _;
-    // Integers never need quoting; text is quoted only when it contains a delimiter or quote.
-    let _ = match cell {
-        Cell::U64(Some(v)) => write!(line, "{v}"),
-        Cell::U32(Some(v)) => write!(line, "{v}"),
-        Cell::U16(Some(v)) => write!(line, "{v}"),
-        Cell::U8(Some(v)) => write!(line, "{v}"),
-        Cell::Bool(Some(v)) => write!(line, "{}", if *v { "true" } else { "false" }),
-        Cell::Text(Some(t)) => {
-            let bytes = t.data();
-            if bytes
-                .iter()
-                .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
-            {
-                line.push(b'"');
-                for &b in bytes {
-                    if b == b'"' {
-                        line.push(b'"');
-                    }
-                    line.push(b);
-                }
-                line.push(b'"');
-            } else {
-                line.extend_from_slice(bytes);
-            }
-            Ok(())
-        }
-        _ => Ok(()),
+fn write_row_group(
+    path: &Path,
+    defs: &[ColumnDef],
+    bufs: &[ColumnBuf],
+    p: &mut ParquetSink,
+) -> Result<(), TableError> {
+    let pq_err = |source| TableError::Parquet {
+        path: path.to_path_buf(),
+        source,
     };
+    let mut rg = p.writer.next_row_group().map_err(pq_err)?;
+    let mut i = 0;
+    while let Some(mut col) = rg.next_column().map_err(pq_err)? {
+        let nullable = defs.get(i).map(|d| d.nullable).unwrap_or(true);
+        let Some(buf) = bufs.get(i) else {
+            return Err(TableError::RowShape {
+                path: path.to_path_buf(),
+                got: bufs.len(),
+                want: defs.len(),
+            });
+        };
+        match buf {
+            ColumnBuf::I64 { vals, defs } => {
+                col.typed::<Int64Type>()
+                    .write_batch(vals, nullable.then_some(defs), None)
+                    .map_err(pq_err)?;
+            }
+            ColumnBuf::I32 { vals, defs } => {
+                col.typed::<Int32Type>()
+                    .write_batch(vals, nullable.then_some(defs), None)
+                    .map_err(pq_err)?;
+            }
+            ColumnBuf::Bool { vals, defs } => {
+                col.typed::<BoolType>()
+                    .write_batch(vals, nullable.then_some(defs), None)
+                    .map_err(pq_err)?;
+            }
+            ColumnBuf::Bytes { vals, defs } => {
+                col.typed::<ByteArrayType>()
+                    .write_batch(vals, nullable.then_some(defs), None)
+                    .map_err(pq_err)?;
+            }
+        }
+        col.close().map_err(pq_err)?;
+        i += 1;
+    }
+    rg.close().map_err(pq_err)?;
+    Ok(())
+}
+
+/// Formats buffered rows as CSV: integers in decimal, booleans as true/false, text quoted only
+/// when it contains a delimiter or quote, nulls as empty fields.
+fn write_csv_rows(
+    bufs: &[ColumnBuf],
+    rows: usize,
+    out: &mut BufWriter<File>,
+) -> std::io::Result<()> {
+    // Each column's next present value.
+    let mut next = vec![0usize; bufs.len()];
+    let mut line = Vec::with_capacity(512);
+    for r in 0..rows {
+        line.clear();
+        for (c, buf) in bufs.iter().enumerate() {
+            if c > 0 {
+                line.push(b',');
+            }
+            let present = |defs: &[i16]| defs.get(r).copied() == Some(1);
+            match buf {
+                ColumnBuf::I64 { vals, defs } if present(defs) => {
+                    let _ = write!(line, "{}", vals[next[c]] as u64);
+                    next[c] += 1;
+                }
+                ColumnBuf::I32 { vals, defs } if present(defs) => {
+                    let _ = write!(line, "{}", vals[next[c]] as u32);
+                    next[c] += 1;
+                }
+                ColumnBuf::Bool { vals, defs } if present(defs) => {
+                    line.extend_from_slice(if vals[next[c]] { b"true" } else { b"false" });
+                    next[c] += 1;
+                }
+                ColumnBuf::Bytes { vals, defs } if present(defs) => {
+                    let bytes = vals[next[c]].data();
+                    if bytes
+                        .iter()
+                        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
+                    {
+                        line.push(b'"');
+                        for &b in bytes {
+                            if b == b'"' {
+                                line.push(b'"');
+                            }
+                            line.push(b);
+                        }
+                        line.push(b'"');
+                    } else {
+                        line.extend_from_slice(bytes);
+                    }
+                    next[c] += 1;
+                }
+                _ => {}
+            }
+        }
+        line.push(b'\n');
+        out.write_all(&line)?;
+    }
+    Ok(())
 }

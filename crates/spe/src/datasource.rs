@@ -139,18 +139,22 @@ impl DataSourceEncoding {
         })
     }
 
-    /// The data source of a record: from the packet when the table knows the CPU, else from events.
+    /// The data source of a record: from the packet with the CPU's table; for a CPU whose table
+    /// is unknown ([`DataSourceEncoding::EventsOnly`]), derived from the events. On a known CPU an
+    /// absent packet stays absent (e.g. Neoverse N1 records data sources for loads only).
     pub fn resolve(
         self,
         packet: Option<u64>,
         events: Option<Events>,
     ) -> Option<(DataSource, DataSourceOrigin)> {
-        if let Some(ds) = packet.and_then(|v| self.decode(v)) {
-            return Some((ds, DataSourceOrigin::Packet));
+        match self {
+            DataSourceEncoding::EventsOnly => events
+                .and_then(DataSource::from_events)
+                .map(|d| (d, DataSourceOrigin::Events)),
+            known => packet
+                .and_then(|v| known.decode(v))
+                .map(|d| (d, DataSourceOrigin::Packet)),
         }
-        events
-            .and_then(DataSource::from_events)
-            .map(|d| (d, DataSourceOrigin::Events))
     }
 }
 
