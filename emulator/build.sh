@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Builds the spelunk Valgrind tool and its preload library.
+#
+#   emulator/build.sh [--clean]
+#
+# Outputs (paths relative to the repository root):
+#   emulator/build/spelunk-<arch>-linux           the tool (e.g. spelunk-amd64-linux)
+#   emulator/build/lib/                            a VALGRIND_LIB directory: the tool, its
+#                                                  vgpreload_spelunk-<arch>-linux.so, and links
+#                                                  to every file of the system's Valgrind libexec
+#   emulator/build/model_test                      native unit tests of the model
+# Run a program under it with emulator/spelunk-emu (or VALGRIND_LIB=emulator/build/lib
+# valgrind --tool=spelunk ...). Needs gcc and Valgrind 3.19+ with its tool headers and static
+# libraries (Debian/Ubuntu: apt-get install valgrind). Works on x86-64 and aarch64 hosts.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+out="$here/build"
+src="$here/src"
+
+if [[ "${1:-}" == "--clean" ]]; then rm -rf "$out"; exit 0; fi
+
+case "$(uname -m)" in
+  x86_64) arch=amd64; defs="-DVGA_amd64=1 -DVGO_linux=1 -DVGP_amd64_linux=1 -DVGPV_amd64_linux_vanilla=1" ;;
+  aarch64|arm64) arch=arm64; defs="-DVGA_arm64=1 -DVGO_linux=1 -DVGP_arm64_linux=1 -DVGPV_arm64_linux_vanilla=1" ;;
+  *) echo "spelunk emulator: unsupported host architecture $(uname -m)" >&2; exit 1 ;;
+esac
+
+VG_INC="${VG_INC:-/usr/include/valgrind}"
+VG_LIBEXEC="${VG_LIBEXEC:-/usr/libexec/valgrind}"
+if [[ -z "${VG_LIBDIR:-}" ]]; then
+  for d in /usr/lib/$(uname -m)-linux-gnu/valgrind /usr/lib/valgrind /usr/lib64/valgrind /usr/libexec/valgrind; do
+    if [[ -f "$d/libcoregrind-$arch-linux.a" ]]; then VG_LIBDIR="$d"; break; fi
+  done
+fi
+if [[ ! -f "$VG_INC/pub_tool_basics.h" || -z "${VG_LIBDIR:-}" ]]; then
+  echo "spelunk emulator: Valgrind tool headers/static libraries not found (install valgrind;" \
+       "set VG_INC / VG_LIBDIR)" >&2
+  exit 1
+fi
+if [[ ! -d "$VG_LIBEXEC" ]]; then
+  VG_LIBEXEC="$(dirname "$(readlink -f "$(command -v valgrind)")")/../libexec/valgrind"
+fi
+
+CC="${CC:-gcc}"
+mkdir -p "$out/obj" "$out/lib"
+warn="-Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration"
+# The tool runs inside Valgrind's address space with no libc: no PIE/PIC, no stack protector,
+# no builtins (recipe of the Valgrind tool build).
+tflags="$defs -fno-pie -fno-PIC -fno-stack-protector -fno-builtin -fno-strict-aliasing -O2 -g \
+  -isystem $VG_INC $warn"
+objs=()
+for f in sl_main sl_model sl_trace; do
+  "$CC" $tflags -c "$src/$f.c" -o "$out/obj/$f.o"
+  objs+=("$out/obj/$f.o")
+done
+"$CC" -static -nodefaultlibs -nostartfiles -u _start -Wl,--build-id=none \
+  -Wl,-Ttext-segment=0x58000000 "${objs[@]}" \
+  "$VG_LIBDIR/libcoregrind-$arch-linux.a" "$VG_LIBDIR/libvex-$arch-linux.a" -lgcc \
+  "$VG_LIBDIR/libgcc-sup-$arch-linux.a" -o "$out/spelunk-$arch-linux"
+
+# The preload library: the annotation ABI implemented with client requests (no libc).
+"$CC" -shared -fPIC -O2 -g -nostdlib -fno-stack-protector -isystem "$VG_INC" $warn \
+  -Wl,-z,noexecstack "$src/sl_preload.c" -o "$out/vgpreload_spelunk-$arch-linux.so"
+
+# VALGRIND_LIB directory: the system's Valgrind files plus ours.
+for f in "$VG_LIBEXEC"/*; do
+  ln -sfn "$(readlink -f "$f")" "$out/lib/$(basename "$f")"
+done
+cp -f "$out/spelunk-$arch-linux" "$out/vgpreload_spelunk-$arch-linux.so" "$out/lib/"
+
+# Native unit tests of the model (same sources, libc instead of Valgrind).
+"$CC" -DSL_NATIVE -O1 -g $warn -Wno-unused-function -I"$src" \
+  "$here/tests/model_test.c" "$src/sl_model.c" -o "$out/model_test"
+
+echo "built $out/spelunk-$arch-linux (VALGRIND_LIB=$out/lib)"

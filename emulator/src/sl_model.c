@@ -1,0 +1,1051 @@
+/* spelunk emulator: machine model. See sl_model.h for the interface and units, and
+ * emulator/MODEL.md for the description of every mechanism and its provenance. */
+#include "sl_model.h"
+
+/* Event codes: /work/shared/reference/topdown/arm-pmu-events/neoverse-n1.json ("code" fields).
+ * Ground-truth counters use 0x80000000 + n: spelunk's own numbering, never a hardware event. */
+const SlCounterInfo sl_counter_info[SL_NCOUNTERS] = {
+   [SL_C_CPU_CYCLES] = {0x11, "CPU_CYCLES"},
+   [SL_C_INST_RETIRED] = {0x08, "INST_RETIRED"},
+   [SL_C_INST_SPEC] = {0x1b, "INST_SPEC"},
+   [SL_C_LD_SPEC] = {0x70, "LD_SPEC"},
+   [SL_C_ST_SPEC] = {0x71, "ST_SPEC"},
+   [SL_C_DP_SPEC] = {0x73, "DP_SPEC"},
+   [SL_C_ASE_SPEC] = {0x74, "ASE_SPEC"},
+   [SL_C_VFP_SPEC] = {0x75, "VFP_SPEC"},
+   [SL_C_BR_IMMED_SPEC] = {0x78, "BR_IMMED_SPEC"},
+   [SL_C_BR_RETURN_SPEC] = {0x79, "BR_RETURN_SPEC"},
+   [SL_C_BR_INDIRECT_SPEC] = {0x7a, "BR_INDIRECT_SPEC"},
+   [SL_C_BR_RETIRED] = {0x21, "BR_RETIRED"},
+   [SL_C_BR_MIS_PRED_RETIRED] = {0x22, "BR_MIS_PRED_RETIRED"},
+   [SL_C_MEM_ACCESS] = {0x13, "MEM_ACCESS"},
+   [SL_C_MEM_ACCESS_RD] = {0x66, "MEM_ACCESS_RD"},
+   [SL_C_MEM_ACCESS_WR] = {0x67, "MEM_ACCESS_WR"},
+   [SL_C_L1D_CACHE] = {0x04, "L1D_CACHE"},
+   [SL_C_L1D_CACHE_REFILL] = {0x03, "L1D_CACHE_REFILL"},
+   [SL_C_L1I_CACHE] = {0x14, "L1I_CACHE"},
+   [SL_C_L1I_CACHE_REFILL] = {0x01, "L1I_CACHE_REFILL"},
+   [SL_C_L2D_CACHE] = {0x16, "L2D_CACHE"},
+   [SL_C_L2D_CACHE_REFILL] = {0x17, "L2D_CACHE_REFILL"},
+   [SL_C_LL_CACHE_RD] = {0x36, "LL_CACHE_RD"},
+   [SL_C_LL_CACHE_MISS_RD] = {0x37, "LL_CACHE_MISS_RD"},
+   [SL_C_BUS_ACCESS] = {0x19, "BUS_ACCESS"},
+   [SL_C_BUS_ACCESS_RD] = {0x60, "BUS_ACCESS_RD"},
+   [SL_C_BUS_ACCESS_WR] = {0x61, "BUS_ACCESS_WR"},
+   [SL_C_L1D_TLB] = {0x25, "L1D_TLB"},
+   [SL_C_L1D_TLB_REFILL] = {0x05, "L1D_TLB_REFILL"},
+   [SL_C_DTLB_WALK] = {0x34, "DTLB_WALK"},
+   [SL_C_ITLB_WALK] = {0x35, "ITLB_WALK"},
+   [SL_C_STALL_FRONTEND] = {0x23, "STALL_FRONTEND"},
+   [SL_C_STALL_BACKEND] = {0x24, "STALL_BACKEND"},
+   [SL_C_SAMPLE_POP] = {0x4000, "SAMPLE_POP"},
+   [SL_C_SAMPLE_FEED] = {0x4001, "SAMPLE_FEED"},
+   [SL_C_SAMPLE_FILTRATE] = {0x4002, "SAMPLE_FILTRATE"},
+   [SL_C_SAMPLE_COLLISION] = {0x4003, "SAMPLE_COLLISION"},
+   [SL_C_L1I_TLB] = {0x26, "L1I_TLB"},
+   [SL_C_L1I_TLB_REFILL] = {0x02, "L1I_TLB_REFILL"},
+   [SL_C_L2D_TLB] = {0x2f, "L2D_TLB"},
+   [SL_C_L2D_TLB_REFILL] = {0x2d, "L2D_TLB_REFILL"},
+   [SL_C_L2D_CACHE_WB] = {0x18, "L2D_CACHE_WB"},
+   [SL_T_LD_OPS_L1D] = {0x80000000u, "TRUTH_LOAD_OPS_L1D"},
+   [SL_T_LD_OPS_L2] = {0x80000001u, "TRUTH_LOAD_OPS_L2"},
+   [SL_T_LD_OPS_PEER] = {0x80000002u, "TRUTH_LOAD_OPS_PEER_CORE"},
+   [SL_T_LD_OPS_SLC] = {0x80000003u, "TRUTH_LOAD_OPS_SLC"},
+   [SL_T_LD_OPS_DRAM] = {0x80000004u, "TRUTH_LOAD_OPS_DRAM"},
+   [SL_T_LD_BYTES_L1D] = {0x80000010u, "TRUTH_LOAD_BYTES_L1D"},
+   [SL_T_LD_BYTES_L2] = {0x80000011u, "TRUTH_LOAD_BYTES_L2"},
+   [SL_T_LD_BYTES_PEER] = {0x80000012u, "TRUTH_LOAD_BYTES_PEER_CORE"},
+   [SL_T_LD_BYTES_SLC] = {0x80000013u, "TRUTH_LOAD_BYTES_SLC"},
+   [SL_T_LD_BYTES_DRAM] = {0x80000014u, "TRUTH_LOAD_BYTES_DRAM"},
+   [SL_T_ST_OPS] = {0x80000020u, "TRUTH_STORE_OPS"},
+   [SL_T_ST_BYTES] = {0x80000021u, "TRUTH_STORE_BYTES"},
+   [SL_T_PREFETCH_LINES] = {0x80000030u, "TRUTH_PREFETCHED_LINES"},
+   [SL_T_LATE_PREFETCH] = {0x80000031u, "TRUTH_LATE_PREFETCH_HITS"},
+   [SL_T_COHERENCE_INVAL] = {0x80000040u, "TRUTH_COHERENCE_INVALIDATIONS"},
+   [SL_T_LD_LATENCY_CYCLES] = {0x80000050u, "TRUTH_LOAD_LATENCY_CYCLES_SUM"},
+   [SL_T_IDLE_TQ] = {0x80000060u, "TRUTH_IDLE_CYCLES"},
+};
+
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* ------------------------------------------------------------------------------------------ */
+/* configuration                                                                              */
+
+void sl_config_default(SlConfig *c)
+{
+   SL_MEMSET(c, 0, sizeof *c);
+   c->cpu_name = "Neoverse N1";
+   c->midr = 0x413fd0c1ull;        /* N1 r3p1: implementer 0x41, variant 3, part 0xd0c, rev 1 */
+   c->cpu_hz = 2800000000ull;      /* seed 000 §4.3: "our 2.8 GHz platform" */
+   c->timer_hz = 1000000000ull;    /* declared generic-timer rate (configurable: --timer-hz) */
+   c->dispatch_width = 4;          /* seed 001: "can fetch up to 4 instructions per cycle", IPC max 4 */
+   c->rob_size = 128;              /* assumed in-flight window */
+   /* Derived from seed 000 table 4.4: issue latency / load-to-use latency is 33.2/1.429 = 23.2
+    * (L1D), 116.1/5.0 = 23.2 (L2), 836.1/36.6 = 22.8 (SLC): ~23 dependent loads queue between
+    * dispatch and issue. */
+   c->ls_issue_queue = 23;
+   c->mshrs = 16;                  /* assumed */
+   c->store_buffer = 24;           /* assumed */
+   c->mispredict_penalty = 11;     /* assumed */
+   /* seed 000 §4.2.1 and seed 001: 64 KB 4-way L1D, 1 MB 8-way L2, 32 MB system-level cache */
+   c->l1d_size = 64 << 10; c->l1d_assoc = 4;
+   c->l1i_size = 64 << 10; c->l1i_assoc = 4;
+   c->l2_size = 1 << 20; c->l2_assoc = 8;
+   c->slc_size = 32 << 20; c->slc_assoc = 16; /* associativity assumed */
+   /* seed 000 table 4.4 plateaus at 2.8 GHz: 1.429 ns = 4 cycles, ~5.0 ns = 14, ~36.6 ns = 103,
+    * ~101 ns = 283 (load-to-use including the 1-cycle L1 DTLB lookup) */
+   c->l1d_lat = 4; c->l2_lat = 14; c->slc_lat = 103; c->dram_lat = 283;
+   c->peer_lat = 200;              /* assumed: between SLC and DRAM */
+   c->prefetch_distance = 16;      /* calibrated: single-core frd from DRAM ~ seed 000 table 4.7 */
+   c->page_shift = 21;             /* 2 MB pages (transparent huge pages): cache-dominated plateaus */
+   c->l1dtlb_entries = 48; c->l1itlb_entries = 48; /* assumed, fully associative */
+   c->l2tlb_entries = 1280; c->l2tlb_assoc = 5;    /* assumed */
+   c->l1tlb_lat = 1;               /* seed 000 table 4.4: xlat 0.357 ns = 1 cycle */
+   c->l2tlb_lat = 5;               /* seed 000 table 4.4 (-t, P2): xlat 2.143 ns = 6 cycles = 1 + 5 */
+   c->walk_lat = 12;               /* assumed; plus the leaf PTE fetch through L2/SLC/DRAM */
+   c->bp_hist_bits = 12; c->bp_table_bits = 14; c->btb_entries = 4096; c->ras_entries = 16;
+   c->max_cores = 64;
+   c->dram_pa_base = 0x8000000000ull; /* seed 000 figure 4.7 physical addresses 0x80........ */
+   c->pt_pa_base = 0x7000000000ull;
+   c->spe_interval = 1024;         /* seed 000 §4.2.4: default = caps/min_interval */
+   c->spe_jitter = False;
+   c->spe_collisions = True;
+   c->spe_ts = True; c->spe_pa = True;
+   c->spe_counter_bits = 12;       /* 12-bit saturating counters (seed 000 table 4.4 "Saturated") */
+   c->seed = 0x5e1u;
+}
+
+static Bool is_pow2(ULong x) { return x && !(x & (x - 1)); }
+
+const HChar *sl_config_check(SlConfig *c)
+{
+   if (c->cpu_hz == 0 || c->timer_hz == 0) return "frequencies must be > 0";
+   if (c->dispatch_width == 0 || c->dispatch_width > SL_TQ) return "dispatch width out of range";
+   if (c->rob_size == 0 || c->ls_issue_queue == 0 || c->mshrs == 0 || c->store_buffer == 0)
+      return "pipeline sizes must be > 0";
+   if (!is_pow2(c->l1d_size / SL_LINE / (c->l1d_assoc ? c->l1d_assoc : 1)) || c->l1d_assoc == 0)
+      return "L1D sets must be a power of two";
+   if (!is_pow2(c->l1i_size / SL_LINE / (c->l1i_assoc ? c->l1i_assoc : 1)) || c->l1i_assoc == 0)
+      return "L1I sets must be a power of two";
+   if (!is_pow2(c->l2_size / SL_LINE / (c->l2_assoc ? c->l2_assoc : 1)) || c->l2_assoc == 0)
+      return "L2 sets must be a power of two";
+   if (!is_pow2(c->slc_size / SL_LINE / (c->slc_assoc ? c->slc_assoc : 1)) || c->slc_assoc == 0)
+      return "SLC sets must be a power of two";
+   if (c->l1d_lat < c->l1tlb_lat + 1) return "L1D latency must exceed the L1 TLB latency";
+   if (c->l2_lat < c->l1d_lat || c->slc_lat < c->l2_lat || c->dram_lat < c->slc_lat)
+      return "latencies must grow with the level";
+   if (c->peer_lat < c->l2_lat) return "peer-core latency must be at least the L2 latency";
+   if (c->page_shift < 12 || c->page_shift > 30) return "page size out of range";
+   if (c->l1dtlb_entries == 0 || c->l1itlb_entries == 0) return "TLB sizes must be > 0";
+   if (c->l2tlb_assoc == 0 || !is_pow2(c->l2tlb_entries / c->l2tlb_assoc))
+      return "L2 TLB sets must be a power of two";
+   if (c->bp_table_bits < 4 || c->bp_table_bits > 24 || c->bp_hist_bits > c->bp_table_bits)
+      return "branch predictor size out of range";
+   if (!is_pow2(c->btb_entries) || c->ras_entries == 0) return "BTB/RAS sizes out of range";
+   if (c->max_cores == 0 || c->max_cores > 1024) return "core count out of range";
+   if (c->spe_interval < 256) return "sampling interval below 256";
+   c->spe_interval &= ~255u; /* PMSIRR_EL1.INTERVAL is in units of 256 (seed 000 §4.2.4) */
+   if (c->spe_counter_bits < 8 || c->spe_counter_bits > 16) return "counter width out of range";
+   return NULL;
+}
+
+ULong sl_spe_interval_x2(const SlConfig *c)
+{
+   /* seed 000 table 4.3: no jitter -> base + 1; jitter with ERnd = 0 -> base + 128 on average. */
+   return c->spe_jitter ? 2ull * c->spe_interval + 256 : 2ull * (c->spe_interval + 1);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* small helpers                                                                              */
+
+static inline UInt rng_next(UInt *s)
+{
+   UInt x = *s;
+   x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+   *s = x ? x : 0x9e3779b9u;
+   return *s;
+}
+
+ULong sl_ticks(const SlSystem *s, ULong tq)
+{
+   ULong cyc = tq / SL_TQ, hz = s->cfg.cpu_hz, th = s->cfg.timer_hz;
+   return (cyc / hz) * th + ((cyc % hz) * th) / hz;
+}
+
+static inline UShort sat(const SlSystem *s, ULong cycles)
+{
+   ULong max = (1ull << s->cfg.spe_counter_bits) - 1;
+   return (UShort)(cycles > max ? max : cycles);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* caches                                                                                     */
+
+static void cache_init(SlCache *c, UInt size, UInt assoc)
+{
+   UInt lines = size / SL_LINE;
+   c->assoc = assoc;
+   c->sets = lines / assoc;
+   c->set_mask = c->sets - 1;
+   c->lines = SL_CALLOC(lines, sizeof(SlLine));
+}
+
+static inline SlLine *cache_set(SlCache *c, Addr line)
+{
+   return &c->lines[(UInt)(line & c->set_mask) * c->assoc];
+}
+
+/* Finds a line; on a hit makes it MRU and returns it (now at way 0). */
+static inline SlLine *cache_lookup(SlCache *c, Addr line)
+{
+   SlLine *set = cache_set(c, line);
+   Addr tag = line + 1;
+   UInt w;
+   if (set[0].tag == tag) return &set[0];
+   for (w = 1; w < c->assoc; w++) {
+      if (set[w].tag == tag) {
+         SlLine hit = set[w];
+         SL_MEMMOVE(&set[1], &set[0], w * sizeof(SlLine));
+         set[0] = hit;
+         return &set[0];
+      }
+   }
+   return NULL;
+}
+
+/* Finds a line without changing the replacement order. */
+static inline SlLine *cache_peek(SlCache *c, Addr line)
+{
+   SlLine *set = cache_set(c, line);
+   Addr tag = line + 1;
+   UInt w;
+   for (w = 0; w < c->assoc; w++)
+      if (set[w].tag == tag) return &set[w];
+   return NULL;
+}
+
+/* Inserts a line as MRU; the evicted line (tag 0 when none) is copied to *victim. */
+static inline SlLine *cache_insert(SlCache *c, Addr line, SlLine *victim)
+{
+   SlLine *set = cache_set(c, line);
+   UInt w, slot = c->assoc - 1;
+   for (w = 0; w < c->assoc; w++) {
+      if (set[w].tag == 0) { slot = w; break; }
+   }
+   *victim = set[slot];
+   SL_MEMMOVE(&set[1], &set[0], slot * sizeof(SlLine));
+   SL_MEMSET(&set[0], 0, sizeof(SlLine));
+   set[0].tag = line + 1;
+   return &set[0];
+}
+
+static inline void cache_invalidate(SlCache *c, Addr line)
+{
+   SlLine *l = cache_peek(c, line);
+   if (l) { l->tag = 0; l->state = SL_I; l->flags = 0; }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* system and cores                                                                           */
+
+SlSystem *sl_system_new(const SlConfig *cfg, const SlSink *sink)
+{
+   SlSystem *s = SL_CALLOC(1, sizeof(SlSystem));
+   s->cfg = *cfg;
+   if (sink) s->sink = *sink;
+   s->cores = SL_CALLOC(cfg->max_cores, sizeof(SlCore *));
+   cache_init(&s->slc, cfg->slc_size, cfg->slc_assoc);
+   s->pt_cap = 1 << 12;
+   s->pt_vpn = SL_CALLOC(s->pt_cap, sizeof(Addr));
+   s->pt_pfn = SL_CALLOC(s->pt_cap, sizeof(Addr));
+   s->disp_tq = SL_TQ / cfg->dispatch_width;
+   return s;
+}
+
+static void tlb_init(SlTlb *t, UInt entries, UInt assoc)
+{
+   t->assoc = assoc;
+   t->sets = entries / assoc;
+   t->e = SL_CALLOC(entries, sizeof(SlTlbEntry));
+}
+
+static ULong next_interval(SlCore *c)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   ULong iv = (ULong)cfg->spe_interval + 1;
+   /* jitter: a pseudo-random 0..254 added at reload (ERnd = 0), mean +127 (+128 with the +1) */
+   if (cfg->spe_jitter) iv += rng_next(&c->rng) % 255u;
+   return iv;
+}
+
+SlCore *sl_core(SlSystem *s, UInt id)
+{
+   SlCore *c;
+   const SlConfig *cfg = &s->cfg;
+   SL_ASSERT(id < cfg->max_cores);
+   if (s->cores[id]) return s->cores[id];
+   c = SL_CALLOC(1, sizeof(SlCore));
+   c->sys = s;
+   c->id = id;
+   cache_init(&c->l1d, cfg->l1d_size, cfg->l1d_assoc);
+   cache_init(&c->l1i, cfg->l1i_size, cfg->l1i_assoc);
+   cache_init(&c->l2, cfg->l2_size, cfg->l2_assoc);
+   tlb_init(&c->dtlb, cfg->l1dtlb_entries, cfg->l1dtlb_entries);
+   tlb_init(&c->itlb, cfg->l1itlb_entries, cfg->l1itlb_entries);
+   tlb_init(&c->stlb, cfg->l2tlb_entries, cfg->l2tlb_assoc);
+   c->rob_cap = cfg->rob_size + 1;
+   c->rob = SL_CALLOC(c->rob_cap, sizeof(SlRobEnt));
+   c->iq = SL_CALLOC(cfg->ls_issue_queue, sizeof(ULong));
+   c->mshr = SL_CALLOC(cfg->mshrs, sizeof(ULong));
+   c->stb = SL_CALLOC(cfg->store_buffer, sizeof(ULong));
+   c->pht = SL_CALLOC(1u << cfg->bp_table_bits, 1);
+   SL_MEMSET(c->pht, 1, 1u << cfg->bp_table_bits); /* weakly not-taken */
+   c->btb = SL_CALLOC(cfg->btb_entries, sizeof(Addr));
+   c->ras = SL_CALLOC(cfg->ras_entries, sizeof(Addr));
+   c->rng = cfg->seed * 2654435761u + id * 40503u + 1u;
+   c->next_sample = next_interval(c);
+   s->cores[id] = c;
+   if (id + 1 > s->n_cores_alloc) s->n_cores_alloc = id + 1;
+   return c;
+}
+
+void sl_core_set_active(SlCore *c, Bool active)
+{
+   if (c->active == active) return;
+   c->active = active;
+   if (active) c->sys->n_active++; else c->sys->n_active--;
+}
+
+void sl_core_sync_clock(SlCore *c, ULong t)
+{
+   if (t > c->t) {
+      c->c[SL_T_IDLE_TQ] += t - c->t; /* idle time, not counted in CPU_CYCLES */
+      c->t = t;
+   }
+}
+
+void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
+{
+   UInt i;
+   for (i = 0; i < SL_NCOUNTERS; i++) out[i] = c->c[i];
+   out[SL_C_CPU_CYCLES] = (c->t - c->c[SL_T_IDLE_TQ]) / SL_TQ;
+   out[SL_T_IDLE_TQ] = c->c[SL_T_IDLE_TQ] / SL_TQ;
+   out[SL_C_STALL_BACKEND] = c->c[SL_C_STALL_BACKEND] / SL_TQ;
+   out[SL_C_STALL_FRONTEND] = c->c[SL_C_STALL_FRONTEND] / SL_TQ;
+   out[SL_C_SAMPLE_POP] = c->pop;
+   out[SL_C_INST_SPEC] = c->pop;
+   out[SL_C_BUS_ACCESS] = c->c[SL_C_BUS_ACCESS_RD] + c->c[SL_C_BUS_ACCESS_WR];
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* page table and TLBs                                                                        */
+
+static Addr pt_lookup(SlSystem *s, Addr vpn)
+{
+   ULong mask = s->pt_cap - 1, i = (vpn * 0x9e3779b97f4a7c15ull) >> 20;
+   Addr key = vpn + 1;
+   for (;; i++) {
+      i &= mask;
+      if (s->pt_vpn[i] == key) return s->pt_pfn[i];
+      if (s->pt_vpn[i] == 0) break;
+   }
+   if ((s->pt_used + 1) * 2 > s->pt_cap) {
+      /* grow and rehash */
+      ULong oc = s->pt_cap, j;
+      Addr *ov = s->pt_vpn, *op = s->pt_pfn;
+      s->pt_cap *= 2;
+      s->pt_vpn = SL_CALLOC(s->pt_cap, sizeof(Addr));
+      s->pt_pfn = SL_CALLOC(s->pt_cap, sizeof(Addr));
+      s->pt_used = 0;
+      for (j = 0; j < oc; j++) {
+         if (ov[j]) {
+            ULong k = ((ov[j] - 1) * 0x9e3779b97f4a7c15ull) >> 20;
+            for (;; k++) {
+               k &= s->pt_cap - 1;
+               if (s->pt_vpn[k] == 0) break;
+            }
+            s->pt_vpn[k] = ov[j];
+            s->pt_pfn[k] = op[j];
+            s->pt_used++;
+         }
+      }
+      SL_FREE(ov);
+      SL_FREE(op);
+      return pt_lookup(s, vpn);
+   }
+   /* first touch: physical frames are handed out in order from the DRAM base */
+   s->pt_vpn[i] = key;
+   s->pt_pfn[i] = (s->cfg.dram_pa_base >> s->cfg.page_shift) + s->next_pfn++;
+   s->pt_used++;
+   return s->pt_pfn[i];
+}
+
+Addr sl_translate_pa(SlSystem *s, Addr va)
+{
+   UInt sh = s->cfg.page_shift;
+   return (pt_lookup(s, va >> sh) << sh) | (va & ((1ull << sh) - 1));
+}
+
+/* Set-associative TLB with MRU-first sets (fully associative when sets == 1). */
+static inline Bool tlb_lookup(SlTlb *t, Addr vpn, Addr *pfn)
+{
+   SlTlbEntry *set = &t->e[(vpn % t->sets) * t->assoc];
+   Addr key = vpn + 1;
+   UInt w;
+   if (set[0].vpn == key) { *pfn = set[0].pfn; return True; }
+   for (w = 1; w < t->assoc; w++) {
+      if (set[w].vpn == key) {
+         SlTlbEntry hit = set[w];
+         SL_MEMMOVE(&set[1], &set[0], w * sizeof(SlTlbEntry));
+         set[0] = hit;
+         *pfn = hit.pfn;
+         return True;
+      }
+   }
+   return False;
+}
+
+static inline void tlb_insert(SlTlb *t, Addr vpn, Addr pfn)
+{
+   SlTlbEntry *set = &t->e[(vpn % t->sets) * t->assoc];
+   SL_MEMMOVE(&set[1], &set[0], (t->assoc - 1) * sizeof(SlTlbEntry));
+   set[0].vpn = vpn + 1;
+   set[0].pfn = pfn;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* coherence and the hierarchy beyond L1                                                      */
+
+static const UInt lvl_ds[SL_NLVL] = {SL_DS_L1D, SL_DS_L2, SL_DS_PEER, SL_DS_SLC, SL_DS_DRAM};
+
+static inline UInt lvl_latency(const SlConfig *cfg, SlLevel l)
+{
+   switch (l) {
+   case SL_LVL_L1D: return cfg->l1d_lat;
+   case SL_LVL_L2: return cfg->l2_lat;
+   case SL_LVL_PEER: return cfg->peer_lat;
+   case SL_LVL_SLC: return cfg->slc_lat;
+   default: return cfg->dram_lat;
+   }
+}
+
+static void slc_insert(SlSystem *s, Addr line, Bool dirty)
+{
+   SlLine v;
+   SlLine *l = cache_lookup(&s->slc, line);
+   if (!l) l = cache_insert(&s->slc, line, &v);
+   if (dirty) l->state = SL_M;
+   else if (l->state == SL_I) l->state = SL_E;
+}
+
+/* Removes a line from a core's private caches (L2 is inclusive of L1D and L1I). */
+static inline void private_invalidate(SlCore *d, Addr line)
+{
+   cache_invalidate(&d->l1d, line);
+   cache_invalidate(&d->l1i, line);
+   cache_invalidate(&d->l2, line);
+}
+
+static inline void private_set_state(SlCore *d, Addr line, UChar st)
+{
+   SlLine *l = cache_peek(&d->l1d, line);
+   if (l) l->state = st;
+   l = cache_peek(&d->l2, line);
+   if (l) l->state = st;
+}
+
+/* Snoops every other core that has caches. `unique`: the requester wants ownership (store),
+ * so other copies are invalidated; otherwise modified/exclusive copies are downgraded to shared
+ * (a modified line is written back to the SLC). Returns True when another core supplies the
+ * data (the "peer core" data source); *shared tells whether copies remain. */
+static Bool snoop_others(SlCore *c, Addr line, Bool unique, Bool *shared)
+{
+   SlSystem *s = c->sys;
+   Bool supplied = False, any = False;
+   UInt i;
+   *shared = False;
+   if (s->n_cores_alloc < 2) return False;
+   for (i = 0; i < s->n_cores_alloc; i++) {
+      SlCore *d = s->cores[i];
+      SlLine *l;
+      if (!d || d == c) continue;
+      l = cache_peek(&d->l2, line);
+      if (!l) continue;
+      any = True;
+      if (l->state == SL_M) supplied = True;
+      if (unique) {
+         private_invalidate(d, line);
+         c->c[SL_T_COHERENCE_INVAL]++;
+      } else if (l->state != SL_S) {
+         if (l->state == SL_M) slc_insert(s, line, True); /* the dirty data is written back */
+         private_set_state(d, line, SL_S);
+      }
+      d->coherence_events++;
+   }
+   if (any) c->coherence_events++;
+   if (any && !unique) *shared = True;
+   /* a modified copy is always forwarded by its owner; a clean copy only when the SLC does not
+    * hold the line (otherwise the SLC serves it) */
+   if (any && !supplied && !cache_peek(&s->slc, line)) supplied = True;
+   return supplied;
+}
+
+/* Upgrade of a shared line held by c (a store hit on S): invalidate every other copy. */
+static inline void upgrade(SlCore *c, Addr line)
+{
+   Bool shared;
+   (void)snoop_others(c, line, True, &shared);
+}
+
+/* Brings a line into c's L2 from outside (or finds it there). Returns the level that supplied
+ * it; *ready is when the data is available given the request leaves L1 at time t (tq). */
+static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong t, ULong *ready,
+                         UInt *ev)
+{
+   SlSystem *s = c->sys;
+   const SlConfig *cfg = &s->cfg;
+   SlLine *l, v;
+   SlLevel lvl;
+   Bool shared = False;
+   c->c[SL_C_L2D_CACHE]++;
+   l = cache_lookup(&c->l2, line);
+   if (l) {
+      if (store && l->state == SL_S) upgrade(c, line);
+      if (store) l->state = SL_M;
+      *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
+      return SL_LVL_L2;
+   }
+   c->c[SL_C_L2D_CACHE_REFILL]++;
+   c->c[SL_C_BUS_ACCESS_RD] += SL_LINE / 32; /* 32-byte beats (assumed bus width) */
+   if (snoop_others(c, line, store, &shared)) {
+      lvl = SL_LVL_PEER;
+      if (count_ll) { c->c[SL_C_LL_CACHE_RD]++; c->c[SL_C_LL_CACHE_MISS_RD]++; }
+   } else {
+      if (count_ll) c->c[SL_C_LL_CACHE_RD]++;
+      if (cache_lookup(&s->slc, line)) {
+         lvl = SL_LVL_SLC;
+      } else {
+         lvl = SL_LVL_DRAM;
+         if (count_ll) c->c[SL_C_LL_CACHE_MISS_RD]++;
+         slc_insert(s, line, False);
+      }
+   }
+   /* seed 000 table 4.5: N1 records LLC-ACCESS and LLC-REFILL for every access served beyond
+    * the core's L2 (SLC hits included); the data source tells the levels apart. */
+   *ev |= SL_EV_LLC_ACCESS | SL_EV_LLC_MISS;
+   *ready = t + (ULong)(lvl_latency(cfg, lvl) - cfg->l1tlb_lat) * SL_TQ;
+   l = cache_insert(&c->l2, line, &v);
+   l->state = store ? SL_M : (shared ? SL_S : SL_E);
+   l->ready = *ready;
+   if (v.tag) {
+      Addr vline = v.tag - 1;
+      /* inclusive L2: evicting a line removes it from L1D/L1I */
+      cache_invalidate(&c->l1d, vline);
+      cache_invalidate(&c->l1i, vline);
+      if (v.state == SL_M) {
+         c->c[SL_C_L2D_CACHE_WB]++;
+         c->c[SL_C_BUS_ACCESS_WR] += SL_LINE / 32;
+         slc_insert(s, vline, True);
+      }
+   }
+   return lvl;
+}
+
+/* Translation: returns the physical address; adds the translation latency (cycles) and events. */
+static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt *ev)
+{
+   SlSystem *s = c->sys;
+   const SlConfig *cfg = &s->cfg;
+   UInt sh = cfg->page_shift;
+   Addr vpn = va >> sh, pfn;
+   *xlat = cfg->l1tlb_lat;
+   c->c[instr ? SL_C_L1I_TLB : SL_C_L1D_TLB]++;
+   if (!tlb_lookup(instr ? &c->itlb : &c->dtlb, vpn, &pfn)) {
+      c->c[instr ? SL_C_L1I_TLB_REFILL : SL_C_L1D_TLB_REFILL]++;
+      c->c[SL_C_L2D_TLB]++;
+      *xlat += cfg->l2tlb_lat;
+      if (!tlb_lookup(&c->stlb, vpn, &pfn)) {
+         ULong ready;
+         UInt pev = 0;
+         SlLevel pl;
+         Addr pte_line;
+         c->c[SL_C_L2D_TLB_REFILL]++;
+         c->c[instr ? SL_C_ITLB_WALK : SL_C_DTLB_WALK]++;
+         *ev |= SL_EV_TLB_WALK;
+         pfn = pt_lookup(s, vpn);
+         /* the leaf descriptor is fetched through L2 (8-byte descriptors, 8 per line) */
+         pte_line = (cfg->pt_pa_base + vpn * 8) >> SL_LINE_SHIFT;
+         pl = l2_access(c, pte_line, False, False, t, &ready, &pev);
+         *xlat += cfg->walk_lat + lvl_latency(cfg, pl);
+         tlb_insert(&c->stlb, vpn, pfn);
+      }
+      tlb_insert(instr ? &c->itlb : &c->dtlb, vpn, pfn);
+   }
+   return (pfn << sh) | (va & ((1ull << sh) - 1));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* prefetcher: per-core stream detector on 4 KB regions, prefetching into L1D                 */
+
+static void prefetch_line(SlCore *c, Addr line, ULong t)
+{
+   SlLine *l, v;
+   ULong ready;
+   UInt ev = 0;
+   if (cache_peek(&c->l1d, line)) return;
+   if (c->sys->n_cores_alloc > 1) {
+      /* do not steal lines other cores hold */
+      UInt i;
+      for (i = 0; i < c->sys->n_cores_alloc; i++) {
+         SlCore *d = c->sys->cores[i];
+         if (d && d != c && cache_peek(&d->l2, line)) return;
+      }
+   }
+   (void)l2_access(c, line, False, True, t, &ready, &ev);
+   l = cache_insert(&c->l1d, line, &v);
+   {
+      SlLine *l2 = cache_peek(&c->l2, line);
+      l->state = l2 ? l2->state : SL_E;
+   }
+   l->ready = ready;
+   l->flags = SL_LF_PREFETCHED;
+   c->c[SL_T_PREFETCH_LINES]++;
+}
+
+static void prefetch_train(SlCore *c, Addr line, ULong t)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   Addr page = (line >> 6) + 1;
+   SlStream *st = NULL, *lru = &c->streams[0];
+   Long d, lo, hi, end;
+   UInt i;
+   if (!cfg->prefetch_distance) return;
+   c->stream_clock++;
+   for (i = 0; i < SL_NSTREAMS; i++) {
+      if (c->streams[i].page == page) { st = &c->streams[i]; break; }
+      if (c->streams[i].lru < lru->lru) lru = &c->streams[i];
+   }
+   if (!st) {
+      st = lru;
+      st->page = page;
+      st->last = (Long)line;
+      st->next = (Long)line + 1;
+      st->dir = 0;
+      st->conf = 0;
+      st->lru = c->stream_clock;
+      return;
+   }
+   st->lru = c->stream_clock;
+   d = (Long)line - st->last;
+   if (d == 0) return;
+   if (d == 1 || d == -1) {
+      if (st->dir == d) {
+         if (st->conf < 3) st->conf++;
+      } else {
+         st->dir = (Int)d;
+         st->conf = 1;
+         st->next = (Long)line + d;
+      }
+   } else {
+      st->dir = 0;
+      st->conf = 0;
+   }
+   st->last = (Long)line;
+   if (st->conf < 2) return;
+   lo = (Long)((page - 1) << 6);
+   hi = lo + 63;
+   end = (Long)line + st->dir * (Long)cfg->prefetch_distance;
+   end = MAX(lo, MIN(hi, end));
+   if ((st->dir > 0 && st->next <= (Long)line) || (st->dir < 0 && st->next >= (Long)line))
+      st->next = (Long)line + st->dir;
+   while ((st->dir > 0 && st->next <= end) || (st->dir < 0 && st->next >= end)) {
+      prefetch_line(c, (Addr)st->next, t);
+      st->next += st->dir;
+   }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* dispatch / issue / retire                                                                  */
+
+static inline Bool spe_select(SlCore *c)
+{
+   if (c->pop != c->next_sample) return False;
+   c->c[SL_C_SAMPLE_FEED]++;
+   c->next_sample += next_interval(c);
+   return True;
+}
+
+/* Applies the ROB constraint for op n: it dispatches no earlier than the retirement of the
+ * newest tracked op with index <= n - rob_size. */
+static inline ULong rob_constraint(SlCore *c, ULong n)
+{
+   ULong cons = 0, R = c->sys->cfg.rob_size;
+   while (c->rob_n) {
+      SlRobEnt *e = &c->rob[c->rob_head];
+      if (e->idx + R > n) break;
+      cons = MAX(cons, e->retire);
+      c->rob_head = (c->rob_head + 1) % c->rob_cap;
+      c->rob_n--;
+   }
+   return cons;
+}
+
+static inline void rob_push(SlCore *c, ULong idx, ULong retire)
+{
+   UInt tail;
+   retire = MAX(retire, c->last_retire);
+   c->last_retire = retire;
+   if (c->rob_n == c->rob_cap) { /* cannot happen (at most rob_size live entries) */
+      c->rob_head = (c->rob_head + 1) % c->rob_cap;
+      c->rob_n--;
+   }
+   tail = (c->rob_head + c->rob_n) % c->rob_cap;
+   c->rob[tail].idx = idx;
+   c->rob[tail].retire = retire;
+   c->rob_n++;
+}
+
+static inline void stall_backend(SlCore *c, ULong *D, ULong cons)
+{
+   if (cons > *D) {
+      c->c[SL_C_STALL_BACKEND] += cons - *D;
+      *D = cons;
+   }
+}
+
+/* Emits a selected op unless it collides with the previous one or is filtered out. */
+static void spe_record(SlCore *c, SlSample *smp, ULong D, ULong C, Bool is_load, Bool is_store,
+                       Bool is_branch)
+{
+   SlSystem *s = c->sys;
+   const SlConfig *cfg = &s->cfg;
+   ULong total = (C - D + SL_TQ - 1) / SL_TQ;
+   if (cfg->spe_collisions && c->inflight_until > D) {
+      c->c[SL_C_SAMPLE_COLLISION]++;
+      return;
+   }
+   c->inflight_until = C;
+   if (cfg->spe_type_filter) {
+      Bool pass = ((cfg->spe_type_filter & SL_FILT_LOAD) && is_load) ||
+                  ((cfg->spe_type_filter & SL_FILT_STORE) && is_store) ||
+                  ((cfg->spe_type_filter & SL_FILT_BRANCH) && is_branch);
+      if (!pass) return;
+   }
+   if (cfg->spe_event_filter && (smp->events & cfg->spe_event_filter) != cfg->spe_event_filter)
+      return;
+   smp->total_lat = sat(s, total);
+   if (cfg->spe_min_latency && smp->total_lat < cfg->spe_min_latency) return;
+   c->c[SL_C_SAMPLE_FILTRATE]++;
+   smp->core = c->id;
+   smp->exact_total_cycles = total;
+   if (cfg->spe_ts) {
+      smp->ts = sl_ticks(s, D);
+      smp->flags |= SL_SF_TS;
+   }
+   if (!cfg->spe_pa) smp->flags &= ~SL_SF_PA;
+   if (s->sink.sample) s->sink.sample(s->sink.ctx, smp);
+}
+
+/* Non-memory ops dispatched back to back (subject to the ROB constraint). */
+static void alu_batch(SlCore *c, UInt k)
+{
+   const ULong R = c->sys->cfg.rob_size, dt = c->sys->disp_tq;
+   ULong i = c->pop + 1, last = c->pop + k, t = c->t;
+   while (i <= last) {
+      ULong jf = c->rob_n ? c->rob[c->rob_head].idx + R : ~0ull;
+      if (jf <= i) {
+         ULong cons = c->rob[c->rob_head].retire;
+         c->rob_head = (c->rob_head + 1) % c->rob_cap;
+         c->rob_n--;
+         stall_backend(c, &t, cons);
+         continue;
+      }
+      {
+         ULong m = MIN(jf, last + 1) - i;
+         t += m * dt;
+         i += m;
+      }
+   }
+   c->t = t;
+   c->pop = last;
+}
+
+void sl_alu(SlCore *c, UInt n, const SlAluOp *info)
+{
+   UInt done = 0, j;
+   if (n == 0) return;
+   if (info) {
+      for (j = 0; j < n; j++) c->c[info[j].counter]++;
+   } else {
+      c->c[SL_C_DP_SPEC] += n;
+   }
+   while (done < n) {
+      ULong until = c->next_sample - c->pop - 1; /* ops before the next selected op */
+      if (until >= n - done) {
+         alu_batch(c, n - done);
+         return;
+      }
+      alu_batch(c, (UInt)until);
+      done += (UInt)until;
+      /* the selected op itself */
+      {
+         ULong D, I, C;
+         SlSample smp;
+         const SlAluOp *op = info ? &info[done] : NULL;
+         alu_batch(c, 1);
+         D = c->t - c->sys->disp_tq;
+         (void)spe_select(c);
+         I = D;
+         if (op && op->deps && c->sys->ready_fn)
+            I = MAX(D, c->sys->ready_fn(c->sys->ready_ctx, op->deps));
+         C = I + SL_TQ;
+         SL_MEMSET(&smp, 0, sizeof smp);
+         smp.op_class = SL_OPC_OTHER;
+         smp.op_subclass = op ? op->subclass : 0;
+         smp.pc = op ? op->pc : 0;
+         smp.events = SL_EV_RETIRED;
+         smp.level = 0xff;
+         smp.issue_lat = sat(c->sys, (I - D) / SL_TQ);
+         spe_record(c, &smp, D, C, False, False, False);
+         done++;
+      }
+   }
+}
+
+ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
+{
+   SlSystem *s = c->sys;
+   const SlConfig *cfg = &s->cfg;
+   const ULong Q = cfg->ls_issue_queue;
+   ULong n, D, I, Imem, C, ready = 0, retire;
+   UInt xlat, ev = SL_EV_RETIRED | SL_EV_TLB_ACCESS;
+   Bool sel;
+   Addr pa, line;
+   SlLevel lvl = SL_LVL_L1D;
+   SlLine *l;
+
+   /* dispatch */
+   c->pop++;
+   n = c->pop;
+   sel = spe_select(c);
+   D = c->t;
+   stall_backend(c, &D, rob_constraint(c, n));
+   if (c->n_mem >= Q) stall_backend(c, &D, c->iq[c->n_mem % Q]);
+   if (m->store && c->n_st >= cfg->store_buffer)
+      stall_backend(c, &D, c->stb[c->n_st % cfg->store_buffer]);
+   c->t = D + s->disp_tq;
+
+   /* issue when the address operands are ready; translate */
+   I = MAX(D, m->addr_ready);
+   c->iq[c->n_mem % Q] = I;
+   c->n_mem++;
+   pa = translate(c, m->va, False, I, &xlat, &ev);
+   line = pa >> SL_LINE_SHIFT;
+
+   c->c[SL_C_MEM_ACCESS]++;
+   c->c[m->store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
+   c->c[m->store ? SL_C_ST_SPEC : SL_C_LD_SPEC]++;
+   c->c[SL_C_L1D_CACHE]++;
+   Imem = I + (ULong)xlat * SL_TQ;
+
+   l = cache_lookup(&c->l1d, line);
+   if (l) {
+      ready = MAX(Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
+      if (l->flags & SL_LF_PREFETCHED) {
+         l->flags &= ~SL_LF_PREFETCHED;
+         if (l->ready > Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ) {
+            ev |= SL_EV_LATE_PREFETCH;
+            c->c[SL_T_LATE_PREFETCH]++;
+         }
+         prefetch_train(c, line, I);
+      }
+      if (m->store && l->state != SL_M) {
+         if (l->state == SL_S) upgrade(c, line);
+         private_set_state(c, line, SL_M);
+      }
+   } else {
+      SlLine v, *l2;
+      ev |= SL_EV_L1D_REFILL;
+      c->c[SL_C_L1D_CACHE_REFILL]++;
+      if (!m->store) {
+         /* a demand miss waits for a free miss-status register */
+         ULong M = cfg->mshrs;
+         if (c->n_miss >= M) Imem = MAX(Imem, c->mshr[c->n_miss % M]);
+      }
+      lvl = l2_access(c, line, m->store, !m->store, Imem, &ready, &ev);
+      l = cache_insert(&c->l1d, line, &v);
+      l2 = cache_peek(&c->l2, line);
+      l->state = l2 ? l2->state : SL_E;
+      l->ready = ready;
+      if (!m->store) {
+         c->mshr[c->n_miss % cfg->mshrs] = ready;
+         c->n_miss++;
+      }
+      prefetch_train(c, line, I);
+   }
+
+   if (m->store) {
+      /* stores retire from the store buffer; the line fill drains in the background */
+      C = I + (ULong)(xlat + 1) * SL_TQ;
+      c->stb[c->n_st % cfg->store_buffer] = MAX(C, ready);
+      c->n_st++;
+      retire = C;
+      c->c[SL_T_ST_OPS]++;
+      c->c[SL_T_ST_BYTES] += m->size;
+   } else {
+      C = ready;
+      retire = C;
+      c->c[SL_T_LD_OPS_L1D + lvl]++;
+      c->c[SL_T_LD_BYTES_L1D + lvl] += m->size;
+      c->c[SL_T_LD_LATENCY_CYCLES] += (C - I) / SL_TQ;
+   }
+   rob_push(c, n, retire);
+   if (lvl_out) *lvl_out = lvl;
+
+   if (sel) {
+      SlSample smp;
+      SL_MEMSET(&smp, 0, sizeof smp);
+      smp.op_class = SL_OPC_LDST;
+      smp.op_subclass = (UChar)(m->subclass | (m->store ? SL_LS_ST : 0));
+      smp.pc = m->pc;
+      smp.va = m->va;
+      smp.pa = pa;
+      smp.access_size = (UChar)MIN(m->size, 255u);
+      smp.flags = SL_SF_VA | SL_SF_PA | SL_SF_XLAT;
+      smp.xlat_lat = sat(s, xlat);
+      smp.issue_lat = sat(s, (I - D) / SL_TQ);
+      if (m->store) {
+         /* N1 store records carry no L1D events and no data source (seed 000 figure 2.4) */
+         smp.events = ev & ~(SL_EV_L1D_ACCESS | SL_EV_L1D_REFILL | SL_EV_LLC_ACCESS |
+                             SL_EV_LLC_MISS | SL_EV_LATE_PREFETCH);
+         smp.level = 0xff;
+      } else {
+         smp.events = ev | SL_EV_L1D_ACCESS;
+         smp.data_source = (UShort)lvl_ds[lvl];
+         smp.flags |= SL_SF_DS;
+         smp.level = (UChar)lvl;
+      }
+      spe_record(c, &smp, D, C, !m->store, m->store, False);
+   }
+   return C;
+}
+
+void sl_branch(SlCore *c, const SlBranch *b)
+{
+   SlSystem *s = c->sys;
+   const SlConfig *cfg = &s->cfg;
+   ULong n, D, R;
+   Bool sel, mis = False;
+   UChar sub = 0;
+
+   c->pop++;
+   n = c->pop;
+   sel = spe_select(c);
+   D = c->t;
+   stall_backend(c, &D, rob_constraint(c, n));
+   c->t = D + s->disp_tq;
+   c->c[SL_C_BR_RETIRED]++;
+
+   switch (b->kind) {
+   case SL_B_COND: {
+      UInt mask = (1u << cfg->bp_table_bits) - 1;
+      UInt h = (UInt)(b->pc ^ (b->pc >> 13) ^ (b->pc >> 27));
+      UInt idx = (h ^ (c->ghist << (cfg->bp_table_bits - cfg->bp_hist_bits))) & mask;
+      UChar ctr = c->pht[idx];
+      Bool pred = ctr >= 2;
+      if (b->taken && ctr < 3) c->pht[idx] = ctr + 1;
+      if (!b->taken && ctr > 0) c->pht[idx] = ctr - 1;
+      c->ghist = ((c->ghist << 1) | (b->taken ? 1u : 0u)) & ((1u << cfg->bp_hist_bits) - 1);
+      mis = pred != b->taken;
+      sub = SL_BR_COND;
+      c->c[SL_C_BR_IMMED_SPEC]++;
+      break;
+   }
+   case SL_B_DIRECT:
+      c->c[SL_C_BR_IMMED_SPEC]++;
+      break;
+   case SL_B_CALL:
+   case SL_B_INDCALL:
+      c->ras[c->ras_top % cfg->ras_entries] = b->fallthrough;
+      c->ras_top++;
+      sub = SL_BR_CALL;
+      if (b->kind == SL_B_CALL) {
+         c->c[SL_C_BR_IMMED_SPEC]++;
+         break;
+      }
+      /* indirect call: predicted by the BTB */
+      /* FALLTHROUGH */
+   case SL_B_INDIRECT: {
+      UInt idx = (UInt)((b->pc ^ (b->pc >> 12)) & (cfg->btb_entries - 1));
+      mis = c->btb[idx] != b->target;
+      c->btb[idx] = b->target;
+      sub |= SL_BR_IND;
+      c->c[SL_C_BR_INDIRECT_SPEC]++;
+      break;
+   }
+   case SL_B_RET: {
+      Addr pred = 0;
+      if (c->ras_top > 0) {
+         c->ras_top--;
+         pred = c->ras[c->ras_top % cfg->ras_entries];
+      }
+      mis = pred != b->target;
+      sub = SL_BR_RET | SL_BR_IND;
+      c->c[SL_C_BR_RETURN_SPEC]++;
+      break;
+   }
+   }
+
+   R = MAX(D, b->ready) + SL_TQ; /* resolved one cycle after its operands are ready */
+   if (R > D + SL_TQ) rob_push(c, n, R);
+   if (mis) {
+      ULong t2 = R + (ULong)cfg->mispredict_penalty * SL_TQ;
+      c->c[SL_C_BR_MIS_PRED_RETIRED]++;
+      if (t2 > c->t) {
+         c->c[SL_C_STALL_FRONTEND] += t2 - c->t;
+         c->t = t2;
+      }
+   }
+   if (sel) {
+      SlSample smp;
+      SL_MEMSET(&smp, 0, sizeof smp);
+      smp.op_class = SL_OPC_BRANCH;
+      smp.op_subclass = sub;
+      smp.pc = b->pc;
+      smp.target = b->target;
+      smp.flags = SL_SF_TARGET;
+      smp.events = SL_EV_RETIRED | (mis ? SL_EV_MISPRED : 0) |
+                   ((b->kind == SL_B_COND && !b->taken) ? SL_EV_NOT_TAKEN : 0);
+      smp.level = 0xff;
+      smp.issue_lat = sat(s, (R - SL_TQ - D) / SL_TQ);
+      spe_record(c, &smp, D, R, False, False, True);
+   }
+}
+
+void sl_ifetch(SlCore *c, Addr va)
+{
+   SlSystem *s = c->sys;
+   const SlConfig *cfg = &s->cfg;
+   UInt xlat, ev = 0;
+   Addr pa, line;
+   ULong stall = 0;
+   c->c[SL_C_L1I_CACHE]++;
+   pa = translate(c, va, True, c->t, &xlat, &ev);
+   if (xlat > cfg->l1tlb_lat) stall += (ULong)(xlat - cfg->l1tlb_lat) * SL_TQ;
+   line = pa >> SL_LINE_SHIFT;
+   if (!cache_lookup(&c->l1i, line)) {
+      ULong ready;
+      SlLine v, *l;
+      UInt lev = 0;
+      c->c[SL_C_L1I_CACHE_REFILL]++;
+      (void)l2_access(c, line, False, False, c->t + stall, &ready, &lev);
+      l = cache_insert(&c->l1i, line, &v);
+      l->state = SL_S;
+      stall = MAX(stall, ready - c->t);
+   }
+   if (stall) {
+      c->c[SL_C_STALL_FRONTEND] += stall;
+      c->t += stall;
+   }
+}

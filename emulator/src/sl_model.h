@@ -1,0 +1,308 @@
+/* spelunk emulator: the machine model (caches with coherence, TLBs, prefetcher, branch
+ * predictor, a dispatch/issue/retire timing model, the SPE sampler and the PMU counters).
+ *
+ * This file and sl_model.c use no Valgrind API and no libc beyond what sl_port.h maps, so the
+ * same code runs inside the Valgrind tool and in the native unit tests (tests/model_test.c).
+ *
+ * Units: times are "tq", a fixed-point cycle count with SL_TQ sub-cycles per core cycle (the
+ * dispatch of one op takes SL_TQ / dispatch_width tq). Latencies in the configuration are whole
+ * cycles. Every number that comes from a paper or manual says where it comes from in
+ * sl_model.c:sl_config_default().
+ */
+#ifndef SL_MODEL_H
+#define SL_MODEL_H
+
+#include "sl_port.h"
+
+#define SL_TQ 256u /* tq per cycle */
+#define SL_LINE_SHIFT 6u
+#define SL_LINE 64u
+
+/* ---- PMU events (architected codes, /work/shared/reference/topdown/arm-pmu-events/neoverse-n1.json)
+ * and spelunk ground-truth counters (codes >= 0x80000000, never produced by hardware). */
+typedef enum {
+   SL_C_CPU_CYCLES, SL_C_INST_RETIRED, SL_C_INST_SPEC, SL_C_LD_SPEC, SL_C_ST_SPEC, SL_C_DP_SPEC,
+   SL_C_ASE_SPEC, SL_C_VFP_SPEC, SL_C_BR_IMMED_SPEC, SL_C_BR_RETURN_SPEC, SL_C_BR_INDIRECT_SPEC,
+   SL_C_BR_RETIRED, SL_C_BR_MIS_PRED_RETIRED, SL_C_MEM_ACCESS, SL_C_MEM_ACCESS_RD,
+   SL_C_MEM_ACCESS_WR, SL_C_L1D_CACHE, SL_C_L1D_CACHE_REFILL, SL_C_L1I_CACHE,
+   SL_C_L1I_CACHE_REFILL, SL_C_L2D_CACHE, SL_C_L2D_CACHE_REFILL, SL_C_LL_CACHE_RD,
+   SL_C_LL_CACHE_MISS_RD, SL_C_BUS_ACCESS, SL_C_BUS_ACCESS_RD, SL_C_BUS_ACCESS_WR, SL_C_L1D_TLB,
+   SL_C_L1D_TLB_REFILL, SL_C_DTLB_WALK, SL_C_ITLB_WALK, SL_C_STALL_FRONTEND, SL_C_STALL_BACKEND,
+   SL_C_SAMPLE_POP, SL_C_SAMPLE_FEED, SL_C_SAMPLE_FILTRATE, SL_C_SAMPLE_COLLISION,
+   SL_C_L1I_TLB, SL_C_L1I_TLB_REFILL, SL_C_L2D_TLB, SL_C_L2D_TLB_REFILL, SL_C_L2D_CACHE_WB,
+   /* ground truth */
+   SL_T_LD_OPS_L1D, SL_T_LD_OPS_L2, SL_T_LD_OPS_PEER, SL_T_LD_OPS_SLC, SL_T_LD_OPS_DRAM,
+   SL_T_LD_BYTES_L1D, SL_T_LD_BYTES_L2, SL_T_LD_BYTES_PEER, SL_T_LD_BYTES_SLC, SL_T_LD_BYTES_DRAM,
+   SL_T_ST_OPS, SL_T_ST_BYTES, SL_T_PREFETCH_LINES, SL_T_LATE_PREFETCH, SL_T_COHERENCE_INVAL,
+   SL_T_LD_LATENCY_CYCLES, SL_T_IDLE_TQ,
+   SL_NCOUNTERS
+} SlCounter;
+
+typedef struct {
+   UInt code;
+   const HChar *name;
+} SlCounterInfo;
+
+extern const SlCounterInfo sl_counter_info[SL_NCOUNTERS];
+
+/* ---- Data sources: the common Arm encoding of seed 000 table 4.2 (crates/spe datasource.rs). */
+#define SL_DS_L1D 0x0u
+#define SL_DS_L2 0x8u
+#define SL_DS_PEER 0x9u
+#define SL_DS_SLC 0xbu
+#define SL_DS_DRAM 0xeu
+
+/* Levels used internally and in the ground truth. */
+typedef enum { SL_LVL_L1D = 0, SL_LVL_L2, SL_LVL_PEER, SL_LVL_SLC, SL_LVL_DRAM, SL_NLVL } SlLevel;
+
+/* ---- SPE Events packet bits (Arm ARM; crates/spe events.rs). N1 implements bits 0-11 and the
+ * IMPLEMENTATION DEFINED bit 12 "late prefetch". */
+#define SL_EV_RETIRED (1u << 1)
+#define SL_EV_L1D_ACCESS (1u << 2)
+#define SL_EV_L1D_REFILL (1u << 3)
+#define SL_EV_TLB_ACCESS (1u << 4)
+#define SL_EV_TLB_WALK (1u << 5)
+#define SL_EV_NOT_TAKEN (1u << 6)
+#define SL_EV_MISPRED (1u << 7)
+#define SL_EV_LLC_ACCESS (1u << 8)
+#define SL_EV_LLC_MISS (1u << 9)
+#define SL_EV_LATE_PREFETCH (1u << 12)
+
+/* ---- SPE Operation Type packet (Arm ARM; crates/spe op.rs). */
+#define SL_OPC_OTHER 0u
+#define SL_OPC_LDST 1u
+#define SL_OPC_BRANCH 2u
+/* load/store subclass byte */
+#define SL_LS_ST 0x01u
+#define SL_LS_GP 0x00u
+#define SL_LS_SIMDFP 0x04u
+#define SL_LS_EXT 0x02u /* extended: | AT 0x04 | EXCL 0x08 | AR 0x10 */
+#define SL_LS_EXT_AT 0x04u
+#define SL_LS_EXT_EXCL 0x08u
+#define SL_LS_EXT_AR 0x10u
+/* branch subclass byte */
+#define SL_BR_COND 0x01u
+#define SL_BR_IND 0x02u
+#define SL_BR_CALL (1u << 3)
+#define SL_BR_RET (2u << 3)
+/* other subclass byte */
+#define SL_OT_COND 0x01u
+#define SL_OT_FP 0x02u
+#define SL_OT_SIMD 0x04u
+
+/* SPE type filter bits (PMSFCR_EL1.FT with LD/ST/B). 0 = no type filter. */
+#define SL_FILT_LOAD 1u
+#define SL_FILT_STORE 2u
+#define SL_FILT_BRANCH 4u
+
+typedef struct {
+   /* CPU identity claimed in the trace */
+   const HChar *cpu_name;
+   ULong midr;
+   ULong cpu_hz;
+   ULong timer_hz;
+   /* core pipeline */
+   UInt dispatch_width, rob_size, ls_issue_queue, mshrs, store_buffer, mispredict_penalty;
+   /* caches: sizes in bytes, latencies are load-to-use cycles including an L1 DTLB hit */
+   UInt l1d_size, l1d_assoc, l1d_lat;
+   UInt l1i_size, l1i_assoc;
+   UInt l2_size, l2_assoc, l2_lat;
+   UInt slc_size, slc_assoc, slc_lat;
+   UInt dram_lat, peer_lat;
+   UInt prefetch_distance; /* lines ahead; 0 disables the prefetcher */
+   /* translation */
+   UInt page_shift;
+   UInt l1dtlb_entries, l1itlb_entries, l2tlb_entries, l2tlb_assoc;
+   UInt l1tlb_lat, l2tlb_lat, walk_lat;
+   /* branch prediction */
+   UInt bp_hist_bits, bp_table_bits, btb_entries, ras_entries;
+   /* system */
+   UInt max_cores;
+   ULong dram_pa_base, pt_pa_base;
+   /* SPE */
+   UInt spe_interval;   /* PMSIRR_EL1.INTERVAL as applied: a multiple of 256 */
+   Bool spe_jitter;     /* PMSIRR_EL1.RND */
+   UInt spe_type_filter; /* SL_FILT_* (0 = record every type) */
+   UInt spe_min_latency; /* PMSLATFR_EL1.MINLAT; 0 = off */
+   ULong spe_event_filter; /* PMSEVFR_EL1; 0 = off */
+   Bool spe_collisions;
+   Bool spe_ts, spe_pa;
+   UInt spe_counter_bits; /* latency counters saturate at (1 << bits) - 1 */
+   UInt seed;
+} SlConfig;
+
+void sl_config_default(SlConfig *cfg);
+/* Checks and normalises a configuration; returns NULL or a message for the user. */
+const HChar *sl_config_check(SlConfig *cfg);
+
+/* ---- one SPE sample as the model produces it */
+typedef struct {
+   UInt core;
+   UChar op_class, op_subclass, access_size, level; /* level: SlLevel, 0xff when none */
+   UShort total_lat, issue_lat, xlat_lat, data_source; /* SPE-visible (saturated) */
+   UInt events;
+   UInt flags; /* SL_SF_* */
+   ULong pc, va, pa, target;
+   ULong ts;   /* generic timer ticks */
+   ULong exact_total_cycles; /* unsaturated, ground truth */
+} SlSample;
+
+#define SL_SF_VA 1u
+#define SL_SF_PA 2u
+#define SL_SF_TARGET 4u
+#define SL_SF_DS 8u
+#define SL_SF_XLAT 16u
+#define SL_SF_TS 32u
+
+typedef struct {
+   void (*sample)(void *ctx, const SlSample *s);
+   void *ctx;
+} SlSink;
+
+/* ---- caches */
+typedef struct {
+   Addr tag;      /* physical line address (pa >> 6) + 1; 0 = invalid */
+   ULong ready;   /* tq at which the fill completes */
+   UChar state;   /* SL_I/S/E/M */
+   UChar flags;   /* SL_LF_* */
+   UChar pad[6];
+} SlLine;
+
+#define SL_I 0
+#define SL_S 1
+#define SL_E 2
+#define SL_M 3
+#define SL_LF_PREFETCHED 1u
+
+typedef struct {
+   SlLine *lines; /* sets * assoc, each set ordered MRU first */
+   UInt sets, assoc, set_mask;
+} SlCache;
+
+typedef struct {
+   Addr vpn;   /* +1; 0 = invalid */
+   Addr pfn;
+} SlTlbEntry;
+
+typedef struct {
+   SlTlbEntry *e; /* sets * assoc, MRU first in each set */
+   UInt sets, assoc;
+} SlTlb;
+
+typedef struct {
+   Addr page;  /* 4 KB region number + 1 */
+   Long last;  /* last line */
+   Long next;  /* next line to prefetch */
+   Int dir, conf;
+   ULong lru;
+} SlStream;
+
+#define SL_NSTREAMS 16
+
+typedef struct {
+   ULong idx, retire;
+} SlRobEnt;
+
+typedef struct SlCore SlCore;
+typedef struct SlSystem SlSystem;
+
+struct SlCore {
+   SlSystem *sys;
+   UInt id;
+   Bool active;
+   SlCache l1d, l1i, l2;
+   SlTlb dtlb, itlb, stlb;
+   /* timing */
+   ULong t;         /* dispatch time of the next op (tq) */
+   ULong last_retire;
+   ULong pop;       /* ops dispatched (SAMPLE_POP) */
+   ULong n_mem, n_st, n_miss;
+   SlRobEnt *rob; UInt rob_head, rob_n, rob_cap;
+   ULong *iq, *mshr, *stb;
+   /* branch prediction */
+   UChar *pht; UInt ghist; Addr *btb; Addr *ras; UInt ras_top;
+   /* prefetcher */
+   SlStream streams[SL_NSTREAMS]; ULong stream_clock;
+   /* SPE */
+   ULong next_sample;   /* population index of the next selected op */
+   ULong inflight_until; /* completion (tq) of the last recorded sampled op */
+   UInt rng;
+   /* coherence activity seen during the current scheduling slice */
+   UInt coherence_events;
+   ULong c[SL_NCOUNTERS];
+};
+
+struct SlSystem {
+   SlConfig cfg;
+   SlSink sink;
+   SlCore **cores;
+   UInt n_cores_alloc;
+   UInt n_active;
+   SlCache slc;
+   /* page table: vpn -> pfn, open addressing */
+   Addr *pt_vpn; Addr *pt_pfn; ULong pt_cap, pt_used, next_pfn;
+   ULong disp_tq; /* tq per dispatched op */
+   /* resolves an SlAluOp dependency mask to a ready time (tq); NULL = always ready */
+   ULong (*ready_fn)(void *ctx, ULong deps);
+   void *ready_ctx;
+};
+
+SlSystem *sl_system_new(const SlConfig *cfg, const SlSink *sink);
+SlCore *sl_core(SlSystem *s, UInt id); /* allocates on first use */
+void sl_core_set_active(SlCore *c, Bool active);
+
+/* ---- ops. Each call dispatches ops in program order on one core. */
+
+/* A run of n non-memory, non-branch ops. `info` describes each op for sampling; it may be NULL
+ * when every op is a plain integer op at `pc0`. */
+typedef struct {
+   Addr pc;
+   UChar subclass; /* SL_OT_* */
+   UChar counter;  /* SL_C_DP_SPEC / ASE / VFP */
+   ULong deps;     /* dependency mask, resolved through SlSystem.ready_fn when sampled */
+} SlAluOp;
+void sl_alu(SlCore *c, UInt n, const SlAluOp *info);
+
+typedef struct {
+   Addr pc, va;
+   UInt size;
+   Bool store;
+   UChar subclass;      /* SL_LS_* byte without the store bit */
+   ULong addr_ready;    /* tq when the address operands are ready (0 = now) */
+} SlMemOp;
+/* Returns the time (tq) the loaded value is available (loads) or the store retired; *lvl (may
+ * be NULL) receives the level that supplied the line. */
+ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl);
+
+typedef enum { SL_B_COND, SL_B_DIRECT, SL_B_CALL, SL_B_INDIRECT, SL_B_INDCALL, SL_B_RET } SlBranchKind;
+typedef struct {
+   Addr pc, target, fallthrough;
+   SlBranchKind kind;
+   Bool taken;
+   ULong ready; /* condition / target operands ready (tq) */
+} SlBranch;
+void sl_branch(SlCore *c, const SlBranch *b);
+
+/* Instruction fetch of one 64-byte code line (called per executed superblock line). */
+void sl_ifetch(SlCore *c, Addr va);
+
+/* Counts retired instructions (guest instructions). */
+static inline void sl_retire_insns(SlCore *c, UInt n) { c->c[SL_C_INST_RETIRED] += n; }
+
+/* Moves a core's clock forward (idle time: not counted as CPU_CYCLES). */
+void sl_core_sync_clock(SlCore *c, ULong t);
+
+/* The current time of a core in generic-timer ticks. */
+ULong sl_ticks(const SlSystem *s, ULong tq);
+static inline ULong sl_cycles(ULong tq) { return tq / SL_TQ; }
+
+/* Finalises CPU_CYCLES (active time) into the counter array. */
+void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS]);
+
+/* Translation as the trace records it (used by the tool for annotations). */
+Addr sl_translate_pa(SlSystem *s, Addr va);
+
+/* Actual average sampling interval per seed 000 table 4.3 (x2 to keep halves exact). */
+ULong sl_spe_interval_x2(const SlConfig *cfg);
+
+#endif

@@ -1,0 +1,26 @@
+/* spelunk emulator: Valgrind client-request codes of the annotation ABI (include/spelunk.h).
+ * The preload library (sl_preload.c) implements the ABI symbols with these requests; the tool
+ * (sl_main.c) handles them. Arguments are listed per request. */
+#ifndef SPELUNK_CLREQ_H
+#define SPELUNK_CLREQ_H
+
+#include "valgrind.h"
+
+#define SPELUNK_ABI_VERSION_VALUE 1
+
+enum {
+   /* -> ABI version */
+   SPELUNK_CLREQ_ABI_VERSION = VG_USERREQ_TOOL_BASE('S', 'L'),
+   /* (const char *name) */
+   SPELUNK_CLREQ_PHASE_BEGIN,
+   /* (const char *name or NULL) */
+   SPELUNK_CLREQ_PHASE_END,
+   /* (const char *name, const void *addr, size_t size) */
+   SPELUNK_CLREQ_OBJECT,
+   /* (const void *addr) */
+   SPELUNK_CLREQ_OBJECT_FREE,
+   /* (const char *name, const void *addr_in_mapping) */
+   SPELUNK_CLREQ_TAG_MAPPING,
+};
+
+#endif

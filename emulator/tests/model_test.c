@@ -1,0 +1,296 @@
+/* Unit tests of the emulator's machine model (emulator/src/sl_model.c), built natively by
+ * emulator/build.sh and run by emulator/test.sh. Expected values are computed by hand in the
+ * comments from the configured geometry; none is read back from the model's own state. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "sl_model.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                         \
+   do {                                                                                          \
+      if (!(cond)) {                                                                             \
+         failures++;                                                                             \
+         printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                  \
+         printf(__VA_ARGS__);                                                                    \
+         printf("\n");                                                                           \
+      }                                                                                          \
+   } while (0)
+
+static SlSample last;
+static unsigned n_samples;
+static void sink(void *ctx, const SlSample *s)
+{
+   (void)ctx;
+   last = *s;
+   n_samples++;
+}
+
+/* A tiny hierarchy: L1D 4 sets x 2 ways, L2 8 sets x 2 ways, SLC 16 sets x 2 ways. */
+static SlSystem *tiny(void)
+{
+   SlConfig c;
+   SlSink k = {sink, NULL};
+   sl_config_default(&c);
+   c.l1d_size = 512; c.l1d_assoc = 2;
+   c.l2_size = 1024; c.l2_assoc = 2;
+   c.slc_size = 2048; c.slc_assoc = 2;
+   c.prefetch_distance = 0;
+   c.spe_interval = 1 << 20; /* no samples unless a test asks */
+   if (sl_config_check(&c)) abort();
+   return sl_system_new(&c, &k);
+}
+
+static SlLevel load(SlCore *c, Addr va)
+{
+   SlMemOp m = {0x1000, va, 8, False, SL_LS_GP, 0};
+   SlLevel l;
+   sl_mem(c, &m, &l);
+   return l;
+}
+
+static SlLevel store(SlCore *c, Addr va)
+{
+   SlMemOp m = {0x1004, va, 8, True, SL_LS_GP, 0};
+   SlLevel l;
+   sl_mem(c, &m, &l);
+   return l;
+}
+
+static const char *lv(SlLevel l)
+{
+   static const char *n[] = {"L1D", "L2", "PEER", "SLC", "DRAM"};
+   return l < SL_NLVL ? n[l] : "?";
+}
+
+static void test_cache_sequence(void)
+{
+   SlSystem *s = tiny();
+   SlCore *c = sl_core(s, 0);
+   /* Addresses 256 bytes apart map to L1D set 0 (4 sets of 64 B lines); L2 has 8 sets, so
+    * A=0, B=256, C=512 go to L2 sets 0, 4, 0; SLC (16 sets) sets 0, 4, 8. */
+   Addr base = 0x10000000, A = base, B = base + 256, C = base + 512, D = base + 1024;
+   SlLevel l;
+   l = load(c, A); CHECK(l == SL_LVL_DRAM, "A first: %s", lv(l));
+   l = load(c, B); CHECK(l == SL_LVL_DRAM, "B first: %s", lv(l));
+   l = load(c, A); CHECK(l == SL_LVL_L1D, "A again: %s", lv(l));        /* L1 set0 = {A,B} */
+   l = load(c, C); CHECK(l == SL_LVL_DRAM, "C first: %s", lv(l));       /* evicts B (LRU) */
+   l = load(c, B); CHECK(l == SL_LVL_L2, "B after eviction: %s", lv(l)); /* still in L2 set 4 */
+   /* L1 set0 now {B, C}; A was LRU and got evicted by B. */
+   l = load(c, A); CHECK(l == SL_LVL_L2, "A after eviction: %s", lv(l));
+   /* D=1024: L2 set 0 holds {A, C} (A MRU) -> D evicts C from L2 (and L1, inclusive). */
+   l = load(c, D); CHECK(l == SL_LVL_DRAM, "D first: %s", lv(l));
+   l = load(c, C); CHECK(l == SL_LVL_SLC, "C from SLC: %s", lv(l));   /* SLC set 8 kept it */
+   CHECK(c->c[SL_C_L1D_CACHE] == 8, "L1D_CACHE %llu", (unsigned long long)c->c[SL_C_L1D_CACHE]);
+   CHECK(c->c[SL_C_L1D_CACHE_REFILL] == 7, "L1D_CACHE_REFILL %llu",
+         (unsigned long long)c->c[SL_C_L1D_CACHE_REFILL]);
+   /* 5 data refills + 1 for the page-table descriptor of the first access's walk */
+   CHECK(c->c[SL_C_L2D_CACHE_REFILL] == 6, "L2D_CACHE_REFILL %llu",
+         (unsigned long long)c->c[SL_C_L2D_CACHE_REFILL]);
+   CHECK(c->c[SL_C_LL_CACHE_RD] == 5 && c->c[SL_C_LL_CACHE_MISS_RD] == 4, "LL %llu %llu",
+         (unsigned long long)c->c[SL_C_LL_CACHE_RD],
+         (unsigned long long)c->c[SL_C_LL_CACHE_MISS_RD]);
+}
+
+static void test_coherence(void)
+{
+   SlSystem *s = tiny();
+   SlCore *a = sl_core(s, 0), *b = sl_core(s, 1);
+   Addr X = 0x20000040, Y = 0x20000080;
+   SlLevel l;
+   l = store(a, X); CHECK(l == SL_LVL_DRAM, "a store X: %s", lv(l));  /* a: M */
+   l = load(b, X); CHECK(l == SL_LVL_PEER, "b load X modified in a: %s", lv(l));
+   l = load(b, X); CHECK(l == SL_LVL_L1D, "b reload X: %s", lv(l));
+   l = load(a, X); CHECK(l == SL_LVL_L1D, "a load X (shared): %s", lv(l));
+   l = store(a, X); CHECK(l == SL_LVL_L1D, "a store X (upgrade): %s", lv(l));
+   CHECK(a->c[SL_T_COHERENCE_INVAL] == 1, "one invalidation, got %llu",
+         (unsigned long long)a->c[SL_T_COHERENCE_INVAL]);
+   l = load(b, X); CHECK(l == SL_LVL_PEER, "b load X after a's upgrade: %s", lv(l));
+   /* a clean line read by both: the second reader is served by the SLC, not a peer */
+   l = load(a, Y); CHECK(l == SL_LVL_DRAM, "a load Y: %s", lv(l));
+   l = load(b, Y); CHECK(l == SL_LVL_SLC, "b load clean Y: %s", lv(l));
+   /* b writes Y: a's copy is invalidated, a's next load comes from b */
+   l = store(b, Y); CHECK(l == SL_LVL_L1D, "b store Y (upgrade): %s", lv(l));
+   l = load(a, Y); CHECK(l == SL_LVL_PEER, "a load Y modified in b: %s", lv(l));
+}
+
+static void test_tlb(void)
+{
+   SlConfig c;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *core;
+   Addr base = 0x40000000;
+   int i;
+   sl_config_default(&c);
+   c.page_shift = 12;
+   c.l1dtlb_entries = 2;
+   c.l2tlb_entries = 4; c.l2tlb_assoc = 1;
+   c.prefetch_distance = 0;
+   c.spe_interval = 256;
+   c.spe_collisions = False;
+   sl_config_check(&c);
+   s = sl_system_new(&c, &k);
+   core = sl_core(s, 0);
+   /* pages 0,1,2 then 0: L1 DTLB (2 entries, LRU) misses on page 0 again; the L2 TLB (4 sets,
+    * 1 way, vpn % 4) still holds it. */
+   for (i = 0; i < 3; i++) load(core, base + (Addr)i * 4096);
+   CHECK(core->c[SL_C_DTLB_WALK] == 3, "3 walks, got %llu",
+         (unsigned long long)core->c[SL_C_DTLB_WALK]);
+   load(core, base);
+   CHECK(core->c[SL_C_L1D_TLB_REFILL] == 4, "4 L1 refills, got %llu",
+         (unsigned long long)core->c[SL_C_L1D_TLB_REFILL]);
+   CHECK(core->c[SL_C_DTLB_WALK] == 3, "no new walk, got %llu",
+         (unsigned long long)core->c[SL_C_DTLB_WALK]);
+   /* page 4 maps to L2 TLB set 0 and evicts page 0 there: page 0 walks again */
+   load(core, base + 4 * 4096);
+   load(core, base + 1 * 4096);
+   load(core, base + 2 * 4096);
+   load(core, base);
+   CHECK(core->c[SL_C_DTLB_WALK] == 5, "walks %llu", (unsigned long long)core->c[SL_C_DTLB_WALK]);
+   /* translation latency of a sampled L1 DTLB hit is the L1 TLB latency (1 cycle) */
+   {
+      SlMemOp m = {0x2000, base + 8, 8, False, SL_LS_GP, 0};
+      unsigned before = n_samples;
+      int j;
+      for (j = 0; j < 600 && n_samples == before; j++) {
+         SlLevel l;
+         sl_mem(core, &m, &l);
+      }
+      CHECK(n_samples > before, "a sample");
+      CHECK(last.xlat_lat == 1 && (last.events & SL_EV_TLB_WALK) == 0, "xlat %u ev %x",
+            last.xlat_lat, last.events);
+   }
+}
+
+static void test_sampling_interval(void)
+{
+   SlConfig c;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *core;
+   SlAluOp op = {0x3000, 0, SL_C_DP_SPEC, 0};
+   unsigned long long n = 0;
+   sl_config_default(&c);
+   c.spe_interval = 1000; /* rounded down to 768 (multiple of 256) */
+   c.spe_collisions = False;
+   sl_config_check(&c);
+   CHECK(c.spe_interval == 768, "rounded interval %u", c.spe_interval);
+   s = sl_system_new(&c, &k);
+   core = sl_core(s, 0);
+   n_samples = 0;
+   /* without jitter one op in 769 is selected (seed 000 table 4.3: interval + 1) */
+   while (n < 769ull * 1000) {
+      sl_alu(core, 1, &op);
+      n++;
+   }
+   CHECK(core->c[SL_C_SAMPLE_FEED] == 1000, "FEED %llu", (unsigned long long)core->c[SL_C_SAMPLE_FEED]);
+   CHECK(n_samples == 1000, "samples %u", n_samples);
+   CHECK(sl_spe_interval_x2(&c) == 2 * 769, "interval x2");
+   /* with jitter the average is interval + 128 (ERnd = 0) */
+   c.spe_jitter = True;
+   s = sl_system_new(&c, &k);
+   core = sl_core(s, 0);
+   sl_alu(core, 896u * 20000, NULL);
+   {
+      double mean = (double)core->pop / (double)core->c[SL_C_SAMPLE_FEED];
+      CHECK(mean > 896 * 0.99 && mean < 896 * 1.01, "jittered mean interval %.1f", mean);
+   }
+}
+
+static void test_dependent_chain_timing(void)
+{
+   SlSystem *s = tiny();
+   SlCore *c = sl_core(s, 0);
+   SlMemOp m = {0x4000, 0x50000000, 8, False, SL_LS_GP, 0};
+   ULong t0, ready = 0;
+   SlLevel l;
+   int i;
+   sl_mem(c, &m, &l); /* warm */
+   t0 = sl_mem(c, &m, &l);
+   ready = t0;
+   for (i = 0; i < 100; i++) {
+      m.addr_ready = ready;
+      ready = sl_mem(c, &m, &l);
+   }
+   /* 100 dependent L1D hits of 4 cycles each */
+   CHECK(ready - t0 == 100ull * 4 * SL_TQ, "chain %llu tq", (unsigned long long)(ready - t0));
+}
+
+static void test_branches(void)
+{
+   SlSystem *s = tiny();
+   SlCore *c = sl_core(s, 0);
+   SlBranch b = {0x5000, 0x4ff0, 0x5002, SL_B_COND, True, 0};
+   int i;
+   for (i = 0; i < 1000; i++) sl_branch(c, &b);
+   /* a 2-bit counter starting weakly not-taken mispredicts once per history pattern while
+    * the global history fills with ones (12 bits): at most 13 mispredictions */
+   CHECK(c->c[SL_C_BR_MIS_PRED_RETIRED] <= 13, "mispredicts %llu",
+         (unsigned long long)c->c[SL_C_BR_MIS_PRED_RETIRED]);
+   CHECK(c->c[SL_C_BR_RETIRED] == 1000, "retired");
+   /* call/return pairs are predicted by the return stack */
+   for (i = 0; i < 100; i++) {
+      SlBranch call = {0x6000, 0x7000, 0x6005, SL_B_CALL, True, 0};
+      SlBranch ret = {0x7010, 0x6005, 0x7011, SL_B_RET, True, 0};
+      sl_branch(c, &call);
+      sl_branch(c, &ret);
+   }
+   CHECK(c->c[SL_C_BR_RETURN_SPEC] == 100, "returns");
+   CHECK(c->c[SL_C_BR_MIS_PRED_RETIRED] <= 13, "returns predicted");
+}
+
+static void test_collisions(void)
+{
+   SlConfig c;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *core;
+   int i;
+   SlMemOp m = {0x8000, 0, 8, False, SL_LS_GP, 0};
+   SlLevel l;
+   sl_config_default(&c);
+   c.spe_interval = 256;
+   c.prefetch_distance = 0;
+   sl_config_check(&c);
+   s = sl_system_new(&c, &k);
+   core = sl_core(s, 0);
+   /* With the N1 window (ROB 128) a selected op retires before the op 128 later dispatches, so
+    * the next selection (257 ops later) never finds it in flight: no collision. */
+   for (i = 0; i < 20000; i++) {
+      m.va = 0x70000000 + (Addr)i * 64 * 3;
+      sl_mem(core, &m, &l);
+   }
+   CHECK(core->c[SL_C_SAMPLE_COLLISION] == 0, "ROB 128: %llu collisions",
+         (unsigned long long)core->c[SL_C_SAMPLE_COLLISION]);
+   /* A 1024-op window keeps ~16 misses in flight (MSHRs): a DRAM miss selected at op k
+    * completes ~283 cycles later, after op k+257 dispatched (~64 cycles at 4 ops/cycle). */
+   c.rob_size = 1024;
+   s = sl_system_new(&c, &k);
+   core = sl_core(s, 0);
+   for (i = 0; i < 20000; i++) {
+      m.va = 0x70000000 + (Addr)i * 64 * 3;
+      sl_mem(core, &m, &l);
+   }
+   CHECK(core->c[SL_C_SAMPLE_COLLISION] > 0, "ROB 1024: no collision");
+   CHECK(core->c[SL_C_SAMPLE_FEED] ==
+            core->c[SL_C_SAMPLE_FILTRATE] + core->c[SL_C_SAMPLE_COLLISION],
+         "FEED = FILTRATE + COLLISION without filters");
+}
+
+int main(void)
+{
+   test_cache_sequence();
+   test_coherence();
+   test_tlb();
+   test_sampling_interval();
+   test_dependent_chain_timing();
+   test_branches();
+   test_collisions();
+   if (failures) {
+      printf("model_test: %d failure(s)\n", failures);
+      return 1;
+   }
+   printf("model_test: all passed\n");
+   return 0;
+}
