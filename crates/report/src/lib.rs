@@ -7,4 +7,7 @@ pub mod table;
 
 pub use spe_tables::{CpuInterpretation, Interpretation, SpeTable, SpeTableWriter};
 pub use summary::DecodeSummary;
-pub use table::{Cell, ColumnDef, ColumnKind, TableError, TableFormat, TableWriter};
+pub use table::{
+    Cell, ColumnDef, ColumnKind, TableCompression, TableError, TableFormat, TableOptions,
+    TableWriter,
+};

@@ -6,7 +6,10 @@
 //! (derived execution latency), `data_source_raw` and a few typed operation details.
 //! Every column is defined in docs/decode.md.
 
-use crate::table::{ColumnDef, ColumnKind::*, Columns, TableError, TableFormat, TableWriter};
+use crate::table::{
+    ColumnDef, ColumnKind::*, Columns, TableCompression, TableError, TableFormat, TableOptions,
+    TableWriter,
+};
 use parquet::data_type::ByteArray;
 use spelunk_spe::{
     CallReturn, CpuModel, DataSource, DataSourceEncoding, ImpDefEventNames, LoadStoreKind, Midr,
@@ -161,19 +164,36 @@ impl CpuInterpretation {
 #[derive(Clone, Debug)]
 pub struct Interpretation {
     pub default: CpuInterpretation,
-    pub per_cpu: HashMap<u32, CpuInterpretation>,
+    /// Per-CPU overrides, indexed by CPU number (looked up once per record).
+    per_cpu: Vec<Option<CpuInterpretation>>,
 }
+
+/// CPU numbers at or above this use the default interpretation (bounds the table).
+const MAX_INTERPRETED_CPUS: u32 = 1 << 16;
 
 impl Interpretation {
     pub fn uniform(midr: Option<Midr>) -> Self {
         Interpretation {
             default: CpuInterpretation::for_midr(midr),
-            per_cpu: HashMap::new(),
+            per_cpu: Vec::new(),
         }
     }
 
+    /// Interprets `cpu`'s records with `interp` (heterogeneous systems).
+    pub fn set_cpu(&mut self, cpu: u32, interp: CpuInterpretation) {
+        if cpu < MAX_INTERPRETED_CPUS {
+            let i = cpu as usize;
+            if self.per_cpu.len() <= i {
+                self.per_cpu.resize(i + 1, None);
+            }
+            self.per_cpu[i] = Some(interp);
+        }
+    }
+
+    #[inline]
     pub fn for_cpu(&self, cpu: Option<u32>) -> &CpuInterpretation {
-        cpu.and_then(|c| self.per_cpu.get(&c))
+        cpu.and_then(|c| self.per_cpu.get(c as usize))
+            .and_then(|o| o.as_ref())
             .unwrap_or(&self.default)
     }
 }
@@ -472,6 +492,12 @@ struct TableThread {
     path: PathBuf,
 }
 
+/// Columns that get Parquet min/max statistics: what analyses filter on (time, CPU, thread, code
+/// and data addresses).
+pub const STATISTICS_COLUMNS: &[&str] = &[
+    "cpu", "pc", "vaddr", "paddr", "br_tgt", "ts", "time_ns", "pid", "tid", "context",
+];
+
 /// Samples per batch handed to a table thread.
 const TABLE_BATCH: usize = 4096;
 /// Batches queued per table thread.
@@ -495,16 +521,21 @@ impl SpeTableWriter {
     pub fn create(
         prefix: &Path,
         format: TableFormat,
+        compression: TableCompression,
         interp: Interpretation,
     ) -> Result<Self, TableError> {
         let [l, b, o] = Self::paths(prefix, format);
+        let options = TableOptions {
+            compression,
+            statistics_for: STATISTICS_COLUMNS,
+        };
         let mut tables = Vec::new();
         for (path, name, columns) in [
             (l, "spe_ldst", LDST_COLUMNS),
             (b, "spe_br", BRANCH_COLUMNS),
             (o, "spe_other", OTHER_COLUMNS),
         ] {
-            let mut writer = TableWriter::create(&path, name, columns, format)?;
+            let mut writer = TableWriter::create(&path, name, columns, format, options)?;
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<SpeSample>>(TABLE_QUEUE);
             let interp = interp.clone();
             let handle = std::thread::Builder::new()
@@ -644,7 +675,14 @@ mod tests {
         for (s, table) in samples {
             assert_eq!(SpeTable::of(&s), table);
             let path = dir.join(format!("{}.csv", table.suffix()));
-            let mut w = TableWriter::create(&path, "t", table.columns(), TableFormat::Csv).unwrap();
+            let mut w = TableWriter::create(
+                &path,
+                "t",
+                table.columns(),
+                TableFormat::Csv,
+                Default::default(),
+            )
+            .unwrap();
             let n = rb.append(&s, &interp, w.columns());
             assert_eq!(n, table.columns().len(), "{table:?} {:?}", s.record.op);
             w.end_row().unwrap();

@@ -12,7 +12,7 @@
 
 use parquet::basic::{Compression, LogicalType, Repetition, Type as PhysicalType};
 use parquet::data_type::{BoolType, ByteArray, ByteArrayType, Int32Type, Int64Type};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::{ColumnPath, Type};
 use std::fs::File;
@@ -59,6 +59,25 @@ pub enum Cell {
     U8(Option<u8>),
     Bool(Option<bool>),
     Text(Option<ByteArray>),
+}
+
+/// Compression of Parquet pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TableCompression {
+    None,
+    Snappy,
+    #[default]
+    Lz4,
+}
+
+/// How a table is written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TableOptions {
+    pub compression: TableCompression,
+    /// Columns that get Parquet min/max statistics (for readers' predicate push-down; computing
+    /// them costs a comparison per value, so only columns people filter on get them). Empty:
+    /// every column.
+    pub statistics_for: &'static [&'static str],
 }
 
 /// Output format of a table.
@@ -294,6 +313,7 @@ impl TableWriter {
         name: &str,
         columns: &'static [ColumnDef],
         format: TableFormat,
+        options: TableOptions,
     ) -> Result<Self, TableError> {
         let io_err = |source| TableError::Io {
             path: path.to_path_buf(),
@@ -310,11 +330,25 @@ impl TableWriter {
                 // Dictionary encoding pays off only for low-cardinality text (op, event names,
                 // data source); for addresses and counters it costs a hash per value and is
                 // abandoned by the writer anyway once the dictionary outgrows its page.
+                let compression = match options.compression {
+                    TableCompression::None => Compression::UNCOMPRESSED,
+                    TableCompression::Snappy => Compression::SNAPPY,
+                    TableCompression::Lz4 => Compression::LZ4_RAW,
+                };
                 let mut props = WriterProperties::builder()
-                    .set_compression(Compression::SNAPPY)
+                    .set_compression(compression)
                     .set_dictionary_enabled(false);
                 for c in columns.iter().filter(|c| c.kind == ColumnKind::Text) {
                     props = props.set_column_dictionary_enabled(ColumnPath::from(c.name), true);
+                }
+                if !options.statistics_for.is_empty() {
+                    props = props.set_statistics_enabled(EnabledStatistics::None);
+                    for name in options.statistics_for {
+                        props = props.set_column_statistics_enabled(
+                            ColumnPath::from(*name),
+                            EnabledStatistics::Page,
+                        );
+                    }
                 }
                 let writer =
                     SerializedFileWriter::new(file, Arc::new(schema), Arc::new(props.build()))
