@@ -11,7 +11,10 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 for t in $(cargo +nightly fuzz list); do
   echo "== fuzz $t for ${secs}s"
-  if ! cargo +nightly fuzz run "$t" -- -max_total_time="$secs" -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
+  corpora=("corpus/$t")
+  mkdir -p "corpus/$t"
+  [ -d "seeds/$t" ] && corpora+=("seeds/$t")   # committed seed inputs (small valid recordings)
+  if ! cargo +nightly fuzz run "$t" "${corpora[@]}" -- -max_total_time="$secs" -max_len=65536 -print_final_stats=1 >"$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz target $t FAILED (reproducer in fuzz/artifacts/$t/)" >&2
     exit 1
