@@ -4,20 +4,20 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps demo test build fmt-check clippy unit cross fuzz-smoke bench
+.PHONY: help deps demo test build fmt-check clippy unit python cross fuzz-smoke bench
 
 help:
-	@echo "make demo   decode the bundled SPE recording and print a summary"
+	@echo "make demo   decode a real SPE buffer and a synthetic N1 recording, print summaries"
 	@echo "make test   install what tests need, then fmt check, clippy, all tests"
 
 deps:
 	@scripts/ensure-deps.sh
 
 build: deps
-	$(CARGO) build --release --locked -p spelunk
+	$(CARGO) build --release --locked -p spelunk -p spelunk-testkit
 
 demo: build
-	@echo "(demo is wired up in a later step)"
+	@scripts/demo.sh
 
 fmt-check:
 	$(CARGO) fmt --all --check
@@ -27,6 +27,11 @@ clippy:
 
 unit:
 	$(CARGO) test --workspace --locked
+
+# Python tests: our Parquet/CSV read by pyarrow/pandas (an independent reader).
+python: build
+	@scripts/ensure-deps.sh python
+	cd tests/python && python3 -m pytest -q
 
 # Cross-build for aarch64 and run the decoder tests under qemu-aarch64.
 cross:
@@ -40,4 +45,4 @@ fuzz-smoke:
 bench:
 	$(CARGO) bench --locked -p spelunk-spe --bench decode
 
-test: deps fmt-check clippy unit cross fuzz-smoke
+test: deps fmt-check clippy unit python cross fuzz-smoke

@@ -4,6 +4,7 @@
 #   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf
 #   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
+#   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest (the Python tests read our Parquet)
 set -euo pipefail
 
 want_apt=()
@@ -16,6 +17,14 @@ for mode in "$@"; do
     cross)
       need_cmd aarch64-linux-gnu-gcc || want_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
       need_cmd qemu-aarch64 || want_apt+=(qemu-user)
+      ;;
+    python)
+      if ! python3 -c 'import pyarrow, pandas, pytest' 2>/dev/null; then
+        echo "ensure-deps: installing pyarrow, pandas, pytest (pip)"
+        python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+          pyarrow pandas pytest \
+          || { echo "spelunk's Python tests need: python3 -m pip install pyarrow pandas pytest" >&2; exit 1; }
+      fi
       ;;
     fuzz|core|"") ;;
     *) echo "ensure-deps: unknown mode '$mode'" >&2; exit 2 ;;
