@@ -1,5 +1,10 @@
-//! Analyses over decoded SPE samples: estimates (seed 000), latency statistics, and (growing)
-//! symbolization, data objects, phases, c2c and diffs. Pure computation: no I/O of its own.
+//! Analyses over decoded SPE samples: enrichment (code addresses to functions and lines, data
+//! addresses to objects, times to phases, threads to names), aggregations and estimates. Pure
+//! computation over typed inputs; the only files it reads are the recorded binaries' symbols.
 
+pub mod elf;
 pub mod estimate;
+pub mod maps;
+pub mod objects;
 pub mod stats;
+pub mod symbolize;

@@ -1,0 +1,201 @@
+//! Code addresses to functions, source lines and inlined frames, in batches.
+//!
+//! Callers hand over (mapping, address) pairs — typically the unique PCs left after aggregating
+//! samples — and get one [`CodeLocation`] each. Requests are grouped per file and passed to
+//! blazesym in one call per file (ELF symbols, DWARF line tables and inline information,
+//! `.gnu_debuglink` and build-id debug files); results are cached per (file, offset) for the
+//! symbolizer's lifetime. Files not found on the analysing machine give locations with the file
+//! name only, counted in [`CodeSymbolizer::missing_files`].
+
+use crate::maps::{Mapping, MappingKind};
+use blazesym::symbolize::source::{Elf, Source};
+use blazesym::symbolize::{Input, Symbolized, Symbolizer};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A function inlined at a code address (outermost first).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct InlineFrame {
+    pub function: Arc<str>,
+    pub file: Option<Arc<str>>,
+    pub line: Option<u32>,
+}
+
+/// Where a code address is.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct CodeLocation {
+    /// The mapped file (or `[heap]`, `[vdso]`, `[unknown]`...).
+    pub dso: Arc<str>,
+    /// The ELF symbol containing the address (the outermost function, as perf reports it).
+    pub function: Option<Arc<str>>,
+    /// Offset of the address from the function's start.
+    pub function_offset: Option<u64>,
+    /// Source file and line of the address (the innermost inlined frame's, as addr2line
+    /// prints it), when debug information is available.
+    pub file: Option<Arc<str>>,
+    pub line: Option<u32>,
+    /// Inlined functions at the address, outermost first.
+    pub inlined: Vec<InlineFrame>,
+    /// Offset of the address in `dso` (for annotate); absent for anonymous code.
+    pub file_offset: Option<u64>,
+}
+
+impl CodeLocation {
+    /// `function` or a placeholder naming the DSO, for tables.
+    pub fn function_name(&self) -> String {
+        match &self.function {
+            Some(f) => f.to_string(),
+            None => format!("[unknown in {}]", short_name(&self.dso)),
+        }
+    }
+
+    /// `file:line`, or `None` without line information.
+    pub fn source_line(&self) -> Option<String> {
+        Some(format!("{}:{}", self.file.as_deref()?, self.line?))
+    }
+}
+
+/// The last path component (for display).
+pub fn short_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// Batched, caching symbolizer.
+pub struct CodeSymbolizer {
+    inner: Symbolizer,
+    cache: HashMap<(Arc<str>, u64), Arc<CodeLocation>>,
+    /// Prefix prepended to recorded paths (like perf's `--symfs`).
+    symfs: Option<PathBuf>,
+    missing: BTreeSet<Arc<str>>,
+}
+
+impl Default for CodeSymbolizer {
+    fn default() -> Self {
+        Self::new(None)
+    }
+}
+
+impl CodeSymbolizer {
+    pub fn new(symfs: Option<PathBuf>) -> Self {
+        CodeSymbolizer {
+            inner: Symbolizer::new(),
+            cache: HashMap::new(),
+            symfs,
+            missing: BTreeSet::new(),
+        }
+    }
+
+    /// Files that were mapped in the recording but could not be read here.
+    pub fn missing_files(&self) -> impl Iterator<Item = &str> {
+        self.missing.iter().map(|s| &**s)
+    }
+
+    /// Where the recorded `path` is on this machine.
+    pub fn local_path(&self, path: &str) -> PathBuf {
+        match &self.symfs {
+            Some(root) => root.join(path.trim_start_matches('/')),
+            None => PathBuf::from(path),
+        }
+    }
+
+    /// Symbolizes each (mapping, address). Addresses outside a file mapping get a location
+    /// naming the mapping only.
+    pub fn symbolize(&mut self, items: &[(Arc<Mapping>, u64)]) -> Vec<Arc<CodeLocation>> {
+        // Group the uncached file offsets per file.
+        let mut todo: HashMap<Arc<str>, BTreeSet<u64>> = HashMap::new();
+        for (m, addr) in items {
+            if m.kind == MappingKind::File {
+                let off = m.file_offset(*addr);
+                if !self.cache.contains_key(&(m.path.clone(), off)) {
+                    todo.entry(m.path.clone()).or_default().insert(off);
+                }
+            }
+        }
+        for (path, offsets) in todo {
+            let offsets: Vec<u64> = offsets.into_iter().collect();
+            let locs = self.symbolize_file(&path, &offsets);
+            for (off, loc) in offsets.into_iter().zip(locs) {
+                self.cache.insert((path.clone(), off), Arc::new(loc));
+            }
+        }
+        items
+            .iter()
+            .map(|(m, addr)| {
+                if m.kind == MappingKind::File {
+                    let off = m.file_offset(*addr);
+                    if let Some(l) = self.cache.get(&(m.path.clone(), off)) {
+                        return l.clone();
+                    }
+                }
+                Arc::new(CodeLocation {
+                    dso: m.path.clone(),
+                    ..Default::default()
+                })
+            })
+            .collect()
+    }
+
+    fn symbolize_file(&mut self, path: &Arc<str>, offsets: &[u64]) -> Vec<CodeLocation> {
+        let bare = |off: u64| CodeLocation {
+            dso: path.clone(),
+            file_offset: Some(off),
+            ..Default::default()
+        };
+        let local = self.local_path(path);
+        if !Path::new(&local).is_file() {
+            self.missing.insert(path.clone());
+            return offsets.iter().map(|o| bare(*o)).collect();
+        }
+        let src = Source::Elf(Elf::new(local));
+        let results = match self.inner.symbolize(&src, Input::FileOffset(offsets)) {
+            Ok(r) => r,
+            Err(_) => {
+                self.missing.insert(path.clone());
+                return offsets.iter().map(|o| bare(*o)).collect();
+            }
+        };
+        offsets
+            .iter()
+            .zip(results)
+            .map(|(off, r)| match r {
+                Symbolized::Sym(sym) => {
+                    let info = |ci: &blazesym::symbolize::CodeInfo<'_>| {
+                        (
+                            Some(Arc::<str>::from(ci.to_path().to_string_lossy().as_ref())),
+                            ci.line,
+                        )
+                    };
+                    let inlined: Vec<InlineFrame> = sym
+                        .inlined
+                        .iter()
+                        .map(|f| {
+                            let (file, line) =
+                                f.code_info.as_ref().map(info).unwrap_or((None, None));
+                            InlineFrame {
+                                function: Arc::from(f.name.as_ref()),
+                                file,
+                                line,
+                            }
+                        })
+                        .collect();
+                    // The address's own location is the innermost inlined frame's, if any.
+                    let (file, line) = match inlined.last() {
+                        Some(f) if f.file.is_some() => (f.file.clone(), f.line),
+                        _ => sym.code_info.as_deref().map(info).unwrap_or((None, None)),
+                    };
+                    CodeLocation {
+                        dso: path.clone(),
+                        function: Some(Arc::from(sym.name.as_ref())),
+                        function_offset: Some(sym.offset as u64),
+                        file,
+                        line,
+                        inlined,
+                        file_offset: Some(*off),
+                    }
+                }
+                Symbolized::Unknown(_) => bare(*off),
+            })
+            .collect()
+    }
+}
