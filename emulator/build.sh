@@ -43,16 +43,14 @@ fi
 
 CC="${CC:-gcc}"
 mkdir -p "$out/obj" "$out/lib"
-warn="-Wall -Wextra -Wno-unused-parameter -Werror=implicit-function-declaration"
+warn="-Wall -Wextra -Werror=implicit-function-declaration"
 # The tool runs inside Valgrind's address space with no libc: no PIE/PIC, no stack protector,
 # no builtins (recipe of the Valgrind tool build).
 tflags="$defs -fno-pie -fno-PIC -fno-stack-protector -fno-builtin -fno-strict-aliasing -O2 -g \
   -isystem $VG_INC $warn"
-objs=()
-for f in sl_main sl_model sl_trace; do
-  "$CC" $tflags -c "$src/$f.c" -o "$out/obj/$f.o"
-  objs+=("$out/obj/$f.o")
-done
+# one translation unit (sl_unity.c includes the model, the writer and the tool)
+objs=("$out/obj/sl_unity.o")
+"$CC" $tflags -c "$src/sl_unity.c" -o "$out/obj/sl_unity.o"
 "$CC" -static -nodefaultlibs -nostartfiles -u _start -Wl,--build-id=none \
   -Wl,-Ttext-segment=0x58000000 "${objs[@]}" \
   "$VG_LIBDIR/libcoregrind-$arch-linux.a" "$VG_LIBDIR/libvex-$arch-linux.a" -lgcc \

@@ -34,7 +34,17 @@ typedef struct {
 
 static buf_t buf1, buf2;
 static long loops = 2000000;
-static pthread_barrier_t start;
+static long nthreads;
+static volatile long ready; /* threads at the start line; they spin until all have arrived */
+
+/* A spinning start line keeps every thread running (no sleep in the kernel), so the threads
+ * start their loops together, also under the emulator. */
+static void start_line(void)
+{
+   __atomic_add_fetch(&ready, 1, __ATOMIC_SEQ_CST);
+   while (__atomic_load_n(&ready, __ATOMIC_ACQUIRE) < nthreads) {
+   }
+}
 
 static double now_ms(void)
 {
@@ -48,7 +58,7 @@ static void *lock_thread(void *arg)
    long i;
    double t0;
    (void)arg;
-   pthread_barrier_wait(&start);
+   start_line();
    t0 = now_ms();
    spelunk_phase_begin("lock");
    for (i = 0; i < loops; i++) {
@@ -66,7 +76,7 @@ static void *reader_thread(void *arg)
    long tix = (long)arg, i;
    volatile long var;
    double t0;
-   pthread_barrier_wait(&start);
+   start_line();
    t0 = now_ms();
    spelunk_phase_begin("read");
    for (i = 0; i < loops; i++) {
@@ -94,7 +104,7 @@ int main(int argc, char **argv)
    }
    spelunk_object("buf1", &buf1, sizeof buf1);
    spelunk_object("buf2", &buf2, sizeof buf2);
-   pthread_barrier_init(&start, NULL, (unsigned)(readers + 1));
+   nthreads = readers + 1;
    t = calloc((size_t)readers + 1, sizeof *t);
    pthread_create(&t[0], NULL, lock_thread, NULL);
    for (i = 0; i < readers; i++) pthread_create(&t[i + 1], NULL, reader_thread, (void *)i);

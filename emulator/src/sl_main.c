@@ -53,6 +53,7 @@ static SlConfig cfg;
 static const HChar *clo_out = "spelunk.emutrace";
 static Long clo_switch_max = 20000, clo_switch_min = 100;
 static Long clo_timeline_us = 100;
+static Bool clo_model = True; /* debug: --model=no measures the instrumentation alone */
 
 static Bool parse_filter(const HChar *v)
 {
@@ -94,6 +95,7 @@ static Bool sl_process_cmd_line_option(const HChar *arg)
       return True;
    }
    if (VG_BOOL_CLO(arg, "--jitter", cfg.spe_jitter)) return True;
+   if (VG_BOOL_CLO(arg, "--model", clo_model)) return True;
    if (VG_BOOL_CLO(arg, "--collisions", cfg.spe_collisions)) return True;
    if (VG_BOOL_CLO(arg, "--ts", cfg.spe_ts)) return True;
    if (VG_BOOL_CLO(arg, "--pa", cfg.spe_pa)) return True;
@@ -182,7 +184,10 @@ static void sl_print_usage(void)
       "      --store-buffer --mispredict-penalty --counter-bits --seed\n");
 }
 
-static void sl_print_debug_usage(void) {}
+static void sl_print_debug_usage(void)
+{
+   VG_(printf)("    --model=no                 skip the model (measures the instrumentation alone)\n");
+}
 
 /* ------------------------------------------------------------------------------------------ */
 /* global state                                                                               */
@@ -193,7 +198,8 @@ static Bool trace_enabled;
 
 #define SL_MAX_THREADS 1024
 #define SL_NSLOTS 40    /* shadowed guest-state words */
-#define SL_NLDSLOTS 24  /* loads per superblock tracked as dependency sources */
+#define SL_NLDSLOTS 88  /* loads per superblock tracked as dependency sources (bits 0-87 of an
+                          * SlDeps; bits 88-127 are the SL_NSLOTS guest-state words) */
 
 typedef struct {
    Bool live;
@@ -203,6 +209,7 @@ typedef struct {
    UInt depth;          /* phase nesting */
    ULong slice_start;   /* core time at the start of the scheduling slice */
    ULong quantum;       /* tq */
+   Bool blocked;        /* in a system call that may block */
    ULong reg_ready[SL_NSLOTS];
    Bool announced;
 } SlThread;
@@ -217,11 +224,16 @@ static ULong next_snapshot[1024];
 static ULong timeline_tq;
 static Int main_pid;
 static ULong samples_written;
+static ULong stat_yields, stat_slices, stat_switches, stat_os_yields;
+static Bool yield_pending; /* a forced yield has not been followed by another thread yet */
+static ThreadId last_slice_tid;
+static ULong events_total, last_event_slice;
 
 /* written by instrumented code, read by sl_flush */
 #define SL_MAXSLOTS 1024
 static ULong sl_evbuf[SL_MAXSLOTS];
 static ULong sl_ldready[SL_NLDSLOTS];
+#define SL_SLOTBASE SL_NLDSLOTS
 
 /* ------------------------------------------------------------------------------------------ */
 /* guest-state shadow slots                                                                   */
@@ -260,7 +272,8 @@ typedef struct {
    UShort slot;     /* sl_evbuf slot (address / guard / target); 0xffff = static */
    UShort size;     /* access size; IT_ALU: number of ops */
    UInt alu;        /* IT_ALU: first SlAluOp */
-   ULong deps;      /* address / condition / target dependencies */
+   UShort counts[3]; /* IT_ALU: DP, ASE, VFP ops among them */
+   SlDeps deps;     /* address / condition / target dependencies */
    Addr pc, target, fallthrough;
 } SlItem;
 
@@ -273,7 +286,7 @@ typedef struct {
 
 typedef struct {
    UChar slot;
-   ULong deps;
+   SlDeps deps;
 } SlWriteback;
 
 typedef struct {
@@ -286,19 +299,25 @@ typedef struct {
    Addr *lines;
 } SlSbDesc;
 
-static inline ULong deps_ready(ULong m, const ULong *rr)
+static inline ULong deps_ready(SlDeps m, const ULong *rr)
 {
-   ULong r = 0;
-   while (m) {
-      UInt b = (UInt)__builtin_ctzll(m);
+   ULong r = 0, lo = (ULong)m, hi = (ULong)(m >> 64);
+   while (lo) {
+      UInt b = (UInt)__builtin_ctzll(lo);
+      ULong v = sl_ldready[b];
+      if (v > r) r = v;
+      lo &= lo - 1;
+   }
+   while (hi) {
+      UInt b = 64 + (UInt)__builtin_ctzll(hi);
       ULong v = b < SL_NLDSLOTS ? sl_ldready[b] : rr[b - SL_NLDSLOTS];
       if (v > r) r = v;
-      m &= m - 1;
+      hi &= hi - 1;
    }
    return r;
 }
 
-static ULong alu_ready(void *ctx, ULong deps)
+static ULong alu_ready(void *ctx, SlDeps deps)
 {
    (void)ctx;
    return cur ? deps_ready(deps, cur->reg_ready) : 0;
@@ -489,15 +508,30 @@ static void sl_start_client_code(ThreadId tid, ULong blocks_done)
       th->announced = True;
       emit_thread_start(th, tid);
    }
-   /* adaptive interleaving: while cores exchange lines, switch threads often */
-   if (cur_core->coherence_events) {
-      th->quantum = (ULong)clo_switch_min * SL_TQ;
-      cur_core->coherence_events = 0;
-   } else if (th->quantum < (ULong)clo_switch_max * SL_TQ) {
-      th->quantum *= 2;
-      if (th->quantum > (ULong)clo_switch_max * SL_TQ) th->quantum = (ULong)clo_switch_max * SL_TQ;
+   /* Adaptive interleaving, decided when another thread ran in between (a thread also
+    * re-enters client code after translations and client requests): while cores exchange
+    * lines, threads switch every --switch-min-cycles; once no line has moved for 64 slices the
+    * quantum doubles each slice up to --switch-cycles. */
+   if (tid != last_slice_tid || cur_core->t - th->slice_start >= th->quantum) {
+      /* a line moved between cores during the last 64 slices: interleave finely */
+      if (sys->coherence_events != events_total) {
+         events_total = sys->coherence_events;
+         last_event_slice = stat_slices;
+      }
+      if (stat_slices - last_event_slice < 64) {
+         th->quantum = (ULong)clo_switch_min * SL_TQ;
+      } else if (th->quantum < (ULong)clo_switch_max * SL_TQ) {
+         th->quantum *= 2;
+         if (th->quantum > (ULong)clo_switch_max * SL_TQ) th->quantum = (ULong)clo_switch_max * SL_TQ;
+      }
+      if (tid != last_slice_tid) {
+         stat_switches++;
+         yield_pending = False;
+      }
+      th->slice_start = cur_core->t;
+      last_slice_tid = tid;
+      stat_slices++;
    }
-   th->slice_start = cur_core->t;
 }
 
 static void sl_stop_client_code(ThreadId tid, ULong blocks_done)
@@ -508,12 +542,42 @@ static void sl_stop_client_code(ThreadId tid, ULong blocks_done)
    cur_core = NULL;
 }
 
-/* Ends the current scheduling slice at the next superblock boundary. */
+/* Valgrind's raw system call (coregrind, not in the tool headers; signature of
+ * pub_core_syscall.h). Used only for sched_yield below. */
+extern SysRes VG_(do_syscall)(UWord sysno, RegWord a1, RegWord a2, RegWord a3, RegWord a4,
+                              RegWord a5, RegWord a6, RegWord a7, RegWord a8);
+
+
+/* Ends the current scheduling slice at the next superblock boundary. If the previous forced
+ * yield gave the lock straight back to this thread, the thread that should run next was not
+ * queued for Valgrind's lock (typically preempted by the OS on a busy machine): let the OS run
+ * it first, so that it queues and the hand-over happens. */
 static void force_yield(void)
 {
    UInt zero = 0;
+   stat_yields++;
+   if (yield_pending) {
+      (void)VG_(do_syscall)(__NR_sched_yield, 0, 0, 0, 0, 0, 0, 0, 0);
+      stat_os_yields++;
+   }
+   yield_pending = True;
    VG_(set_shadow_regs_area)(cur_tid, 0, offsetof(VexGuestArchState, host_EvC_COUNTER),
                              sizeof zero, (const UChar *)&zero);
+}
+
+/* True when every other running thread's core is ahead of time t: the caller is the laggard
+ * and keeps running so the virtual clocks stay together. Threads in blocking system calls are
+ * not counted (they resume at the latest clock); with no other running thread, False. */
+static Bool behind_others(const SlThread *me, ULong t)
+{
+   UInt i, others = 0;
+   for (i = 1; i < SL_MAX_THREADS; i++) {
+      const SlThread *o = &threads[i];
+      if (o == me || !o->live || o->blocked) continue;
+      if (sl_core(sys, o->core)->t < t) return False;
+      others++;
+   }
+   return others > 0;
 }
 
 static ULong max_live_clock(void)
@@ -521,7 +585,7 @@ static ULong max_live_clock(void)
    ULong m = 0;
    UInt i;
    for (i = 1; i < SL_MAX_THREADS; i++) {
-      if (threads[i].live) {
+      if (threads[i].live && !threads[i].blocked) {
          ULong t = sl_core(sys, threads[i].core)->t;
          if (t > m) m = t;
       }
@@ -569,14 +633,14 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
    SlCore *c = cur_core;
    ULong *rr;
    UInt i;
-   if (!th || !c) return;
+   if (!th || !c || !clo_model) return;
    rr = th->reg_ready;
    for (i = 0; i < x->n_lines; i++) sl_ifetch(c, d->lines[i]);
    for (i = 0; i < x->last_item; i++) {
       const SlItem *it = &d->items[i];
       switch (it->kind) {
       case IT_ALU:
-         sl_alu(c, it->size, &d->alu[it->alu]);
+         sl_alu(c, it->size, &d->alu[it->alu], it->counts);
          break;
       case IT_LOAD:
       case IT_STORE: {
@@ -585,7 +649,7 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          ULong C;
          Addr a = (Addr)sl_evbuf[it->slot];
          if (a == 0) { /* guarded access not performed: still an op */
-            sl_alu(c, 1, NULL);
+            sl_alu(c, 1, NULL, NULL);
             if (it->ldslot >= 0) sl_ldready[(UInt)it->ldslot] = c->t;
             break;
          }
@@ -632,7 +696,8 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
       emit_counters(th, c, SLR_PERIODIC);
       while (next_snapshot[c->id] <= c->t) next_snapshot[c->id] += timeline_tq;
    }
-   if (n_live > 1 && c->t - th->slice_start >= th->quantum) force_yield();
+   if (n_live > 1 && c->t - th->slice_start >= th->quantum && !behind_others(th, c->t))
+      force_yield();
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -647,16 +712,16 @@ typedef struct {
    Addr lines[128];
    UInt n_items, n_exits, n_alu, n_wb, n_lines, n_slots, n_ldslots, n_insns;
    /* data flow */
-   ULong *tmask;
+   SlDeps *tmask;
    UChar *tarith; /* bit0: value computed by arithmetic; bits1-2: 1 DP, 2 VFP, 3 ASE */
-   ULong regmask[SL_NSLOTS];
+   SlDeps regmask[SL_NSLOTS];
    /* current instruction */
    Addr pc;
    UInt len;
    UInt n_mem;
    Bool compute, alu_done, is_last;
    UChar klass; /* 0 DP, 1 VFP, 2 ASE */
-   ULong out_deps;
+   SlDeps out_deps;
 } SlInstr;
 
 static SlInstr ins; /* instrumentation runs under the big lock: one at a time */
@@ -686,7 +751,7 @@ static void store_slot(IRSB *sb, UInt slot, IRExpr *atom)
    addStmtToIRSB(sb, IRStmt_Store(Iend_LE, mkIRExpr_HWord((HWord)&sl_evbuf[slot]), atom));
 }
 
-static ULong atom_mask(IRExpr *a)
+static SlDeps atom_mask(IRExpr *a)
 {
    if (a && a->tag == Iex_RdTmp) return ins.tmask[a->Iex.RdTmp.tmp];
    return 0;
@@ -767,13 +832,13 @@ static void emit_instr_alu(void)
    case 3: op->counter = SL_C_ASE_SPEC; op->subclass = SL_OT_SIMD; break;
    default: op->counter = SL_C_DP_SPEC; op->subclass = 0; break;
    }
-   if (last && last->kind == IT_ALU && last->alu + last->size == ins.n_alu) {
-      last->size++;
-   } else {
-      SlItem *it = new_item(IT_ALU);
-      it->alu = ins.n_alu;
-      it->size = 1;
+   if (!(last && last->kind == IT_ALU && last->alu + last->size == ins.n_alu)) {
+      last = new_item(IT_ALU);
+      last->alu = ins.n_alu;
+      last->size = 0;
    }
+   last->size++;
+   last->counts[op->counter == SL_C_DP_SPEC ? 0 : op->counter == SL_C_ASE_SPEC ? 1 : 2]++;
    ins.n_alu++;
 }
 
@@ -796,7 +861,7 @@ static void add_exit_record(void)
    x->wb_first = (UShort)ins.n_wb;
    x->wb_n = 0;
    for (s = 0; s < SL_NSLOTS; s++) {
-      ULong own = 1ull << (SL_NLDSLOTS + s);
+      SlDeps own = (SlDeps)1 << (SL_NLDSLOTS + s);
       if (ins.regmask[s] != own) {
          ins.wb[ins.n_wb].slot = (UChar)s;
          ins.wb[ins.n_wb].deps = ins.regmask[s];
@@ -826,7 +891,7 @@ static void add_mem(IRSB *sbOut, IRExpr *addr, IRExpr *guard, UInt size, Bool st
    if (!store && result != IRTemp_INVALID) {
       if (ins.n_ldslots < SL_NLDSLOTS) {
          it->ldslot = (Char)ins.n_ldslots++;
-         ins.tmask[result] = 1ull << it->ldslot;
+         ins.tmask[result] = (SlDeps)1 << it->ldslot;
       } else {
          ins.tmask[result] = 0;
       }
@@ -846,7 +911,7 @@ static UChar ls_subclass(IRType ty)
 }
 
 /* Dependency mask and arithmetic flag of an expression (flat IR: operands are atoms). */
-static void expr_flow(IRTypeEnv *tyenv, IRExpr *e, ULong *mask, UChar *arith)
+static void expr_flow(IRTypeEnv *tyenv, IRExpr *e, SlDeps *mask, UChar *arith)
 {
    UChar cls;
    *mask = 0;
@@ -956,9 +1021,9 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
 
    VG_(memset)(&ins, 0, offsetof(SlInstr, tmask));
    ins.pc = 0;
-   ins.tmask = VG_(calloc)("spelunk.tmask", sbIn->tyenv->types_used + 64, sizeof(ULong));
+   ins.tmask = VG_(calloc)("spelunk.tmask", sbIn->tyenv->types_used + 64, sizeof(SlDeps));
    ins.tarith = VG_(calloc)("spelunk.tarith", sbIn->tyenv->types_used + 64, 1);
-   for (i = 0; i < SL_NSLOTS; i++) ins.regmask[i] = 1ull << (SL_NLDSLOTS + i);
+   for (i = 0; i < SL_NSLOTS; i++) ins.regmask[i] = (SlDeps)1 << (SL_NLDSLOTS + i);
 
    for (i = 0; i < sbIn->stmts_used; i++) {
       if (sbIn->stmts[i]->tag == Ist_IMark) {
@@ -992,7 +1057,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
             addStmtToIRSB(sbOut, st);
             add_mem(sbOut, e->Iex.Load.addr, NULL, sizeofIRType(ty), False, ls_subclass(ty), t);
          } else {
-            ULong m;
+            SlDeps m;
             UChar a;
             expr_flow(sbIn->tyenv, e, &m, &a);
             ins.tmask[t] = m;
@@ -1342,9 +1407,25 @@ static void emit_initial_mappings(void)
 static UInt exit_status;
 static Bool exit_seen;
 
+static Bool may_block(UInt syscallno)
+{
+   switch (syscallno) {
+   case __NR_futex: case __NR_wait4: case __NR_waitid: case __NR_nanosleep:
+   case __NR_clock_nanosleep: case __NR_ppoll: case __NR_pselect6: case __NR_epoll_pwait:
+   case __NR_read: case __NR_recvfrom: case __NR_recvmsg: case __NR_accept4:
+#if defined(VGA_amd64)
+   case __NR_poll: case __NR_select: case __NR_epoll_wait: case __NR_pause: case __NR_accept:
+#endif
+      return True;
+   default:
+      return False;
+   }
+}
+
 static void sl_pre_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArgs)
 {
-   (void)tid; (void)nArgs;
+   (void)nArgs;
+   if (tid < SL_MAX_THREADS && may_block(syscallno)) threads[tid].blocked = True;
    if (syscallno == __NR_execve) sl_trace_flush(&trace);
    if (syscallno == __NR_exit_group) {
       exit_status = (UInt)(args[0] & 0xff);
@@ -1359,15 +1440,14 @@ static void sl_post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArg
    if (tid >= SL_MAX_THREADS) return;
    th = &threads[tid];
    if (!th->live) return;
+   if (th->blocked) {
+      /* it may have slept: it resumes no earlier than the latest clock of the running threads */
+      th->blocked = False;
+      if (n_live > 1 && syscallno != __NR_read && syscallno != __NR_recvfrom &&
+          syscallno != __NR_recvmsg)
+         sl_core_sync_clock(sl_core(sys, th->core), max_live_clock());
+   }
    switch (syscallno) {
-   /* calls that may block: the thread resumes no earlier than the latest core clock */
-   case __NR_futex: case __NR_wait4: case __NR_waitid: case __NR_nanosleep:
-   case __NR_clock_nanosleep: case __NR_ppoll: case __NR_pselect6: case __NR_epoll_pwait:
-#if defined(VGA_amd64)
-   case __NR_poll: case __NR_select: case __NR_epoll_wait: case __NR_pause:
-#endif
-      if (n_live > 1) sl_core_sync_clock(sl_core(sys, th->core), max_live_clock());
-      break;
    case __NR_prctl:
       if (args[0] == 15 /* PR_SET_NAME */) {
          HChar name[32];
@@ -1495,8 +1575,10 @@ static void sl_fini(Int exitcode)
       sl_trace_flush(&trace);
       if (trace.failed) VG_(fmsg)("spelunk: writing the trace file '%s' failed\n", clo_out);
       if (VG_(clo_verbosity) > 1)
-         VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s\n", samples_written,
-                   trace.written, clo_out);
+         VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s; %llu scheduling slices, "
+                   "%llu thread switches, %llu forced yields (%llu with sched_yield)\n",
+                   samples_written, trace.written, clo_out, stat_slices, stat_switches, stat_yields,
+                   stat_os_yields);
       VG_(close)(trace.fd);
    }
 }

@@ -97,7 +97,9 @@ void sl_config_default(SlConfig *c)
     * ~101 ns = 283 (load-to-use including the 1-cycle L1 DTLB lookup) */
    c->l1d_lat = 4; c->l2_lat = 14; c->slc_lat = 103; c->dram_lat = 283;
    c->peer_lat = 200;              /* assumed: between SLC and DRAM */
-   c->prefetch_distance = 16;      /* calibrated: single-core frd from DRAM ~ seed 000 table 4.7 */
+   /* calibrated: bw_mem frd over 64 MB (DRAM) reads ~10.0 GB/s, seed 000 table 4.7 measured
+    * 9.47 GB/s on N1 */
+   c->prefetch_distance = 10;
    c->page_shift = 21;             /* 2 MB pages (transparent huge pages): cache-dominated plateaus */
    c->l1dtlb_entries = 48; c->l1itlb_entries = 48; /* assumed, fully associative */
    c->l2tlb_entries = 1280; c->l2tlb_assoc = 5;    /* assumed */
@@ -189,61 +191,66 @@ static void cache_init(SlCache *c, UInt size, UInt assoc)
    c->sets = lines / assoc;
    c->set_mask = c->sets - 1;
    c->lines = SL_CALLOC(lines, sizeof(SlLine));
+   c->tags = SL_CALLOC(lines, sizeof(Addr));
 }
 
-static inline SlLine *cache_set(SlCache *c, Addr line)
+/* Index of a line's way, or -1. */
+static inline Int cache_find(const SlCache *c, Addr line)
 {
-   return &c->lines[(UInt)(line & c->set_mask) * c->assoc];
+   UInt base = (UInt)(line & c->set_mask) * c->assoc, w;
+   const Addr *t = &c->tags[base];
+   Addr tag = line + 1;
+   for (w = 0; w < c->assoc; w++)
+      if (t[w] == tag) return (Int)(base + w);
+   return -1;
 }
 
-/* Finds a line; on a hit makes it MRU and returns it (now at way 0). */
+/* Finds a line; a hit becomes the most recently used of its set. */
 static inline SlLine *cache_lookup(SlCache *c, Addr line)
 {
-   SlLine *set = cache_set(c, line);
-   Addr tag = line + 1;
-   UInt w;
-   if (set[0].tag == tag) return &set[0];
-   for (w = 1; w < c->assoc; w++) {
-      if (set[w].tag == tag) {
-         SlLine hit = set[w];
-         SL_MEMMOVE(&set[1], &set[0], w * sizeof(SlLine));
-         set[0] = hit;
-         return &set[0];
-      }
-   }
-   return NULL;
+   Int i = cache_find(c, line);
+   if (i < 0) return NULL;
+   c->lines[i].lru = ++c->clock;
+   return &c->lines[i];
 }
 
 /* Finds a line without changing the replacement order. */
 static inline SlLine *cache_peek(SlCache *c, Addr line)
 {
-   SlLine *set = cache_set(c, line);
-   Addr tag = line + 1;
-   UInt w;
-   for (w = 0; w < c->assoc; w++)
-      if (set[w].tag == tag) return &set[w];
-   return NULL;
+   Int i = cache_find(c, line);
+   return i < 0 ? NULL : &c->lines[i];
 }
 
-/* Inserts a line as MRU; the evicted line (tag 0 when none) is copied to *victim. */
+/* Inserts a line as the most recently used, replacing an invalid way or the least recently
+ * used one; the evicted line (tag 0 when none) is copied to *victim. */
 static inline SlLine *cache_insert(SlCache *c, Addr line, SlLine *victim)
 {
-   SlLine *set = cache_set(c, line);
-   UInt w, slot = c->assoc - 1;
+   UInt base = (UInt)(line & c->set_mask) * c->assoc, w, v = base;
+   SlLine *l;
    for (w = 0; w < c->assoc; w++) {
-      if (set[w].tag == 0) { slot = w; break; }
+      if (c->tags[base + w] == 0) { v = base + w; break; }
+      if (c->lines[base + w].lru < c->lines[v].lru) v = base + w;
    }
-   *victim = set[slot];
-   SL_MEMMOVE(&set[1], &set[0], slot * sizeof(SlLine));
-   SL_MEMSET(&set[0], 0, sizeof(SlLine));
-   set[0].tag = line + 1;
-   return &set[0];
+   l = &c->lines[v];
+   *victim = *l;
+   l->tag = line + 1;
+   c->tags[v] = line + 1;
+   l->ready = 0;
+   l->state = SL_I;
+   l->flags = 0;
+   l->lru = ++c->clock;
+   return l;
 }
 
 static inline void cache_invalidate(SlCache *c, Addr line)
 {
-   SlLine *l = cache_peek(c, line);
-   if (l) { l->tag = 0; l->state = SL_I; l->flags = 0; }
+   Int i = cache_find(c, line);
+   if (i >= 0) {
+      c->tags[i] = 0;
+      c->lines[i].tag = 0;
+      c->lines[i].state = SL_I;
+      c->lines[i].flags = 0;
+   }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -267,6 +274,7 @@ static void tlb_init(SlTlb *t, UInt entries, UInt assoc)
 {
    t->assoc = assoc;
    t->sets = entries / assoc;
+   t->set_mask = t->sets - 1;
    t->e = SL_CALLOC(entries, sizeof(SlTlbEntry));
 }
 
@@ -304,6 +312,7 @@ SlCore *sl_core(SlSystem *s, UInt id)
    c->btb = SL_CALLOC(cfg->btb_entries, sizeof(Addr));
    c->ras = SL_CALLOC(cfg->ras_entries, sizeof(Addr));
    c->rng = cfg->seed * 2654435761u + id * 40503u + 1u;
+   c->last_vpn[0] = c->last_vpn[1] = ~(Addr)0;
    c->next_sample = next_interval(c);
    s->cores[id] = c;
    if (id + 1 > s->n_cores_alloc) s->n_cores_alloc = id + 1;
@@ -329,6 +338,12 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
 {
    UInt i;
    for (i = 0; i < SL_NCOUNTERS; i++) out[i] = c->c[i];
+   out[SL_C_MEM_ACCESS] = c->c[SL_C_MEM_ACCESS_RD] + c->c[SL_C_MEM_ACCESS_WR];
+   out[SL_C_LD_SPEC] = c->c[SL_C_MEM_ACCESS_RD];
+   out[SL_C_ST_SPEC] = c->c[SL_C_MEM_ACCESS_WR];
+   out[SL_C_L1D_CACHE] = out[SL_C_MEM_ACCESS];
+   out[SL_C_L1D_TLB] = out[SL_C_MEM_ACCESS];
+   out[SL_T_ST_OPS] = c->c[SL_C_MEM_ACCESS_WR];
    out[SL_C_CPU_CYCLES] = (c->t - c->c[SL_T_IDLE_TQ]) / SL_TQ;
    out[SL_T_IDLE_TQ] = c->c[SL_T_IDLE_TQ] / SL_TQ;
    out[SL_C_STALL_BACKEND] = c->c[SL_C_STALL_BACKEND] / SL_TQ;
@@ -387,19 +402,30 @@ Addr sl_translate_pa(SlSystem *s, Addr va)
    return (pt_lookup(s, va >> sh) << sh) | (va & ((1ull << sh) - 1));
 }
 
-/* Set-associative TLB with MRU-first sets (fully associative when sets == 1). */
+/* Set-associative TLB with true LRU (fully associative when sets == 1). Recent hits are
+ * remembered so a fully associative lookup rarely scans. */
 static inline Bool tlb_lookup(SlTlb *t, Addr vpn, Addr *pfn)
 {
-   SlTlbEntry *set = &t->e[(vpn % t->sets) * t->assoc];
+   UInt base = (UInt)(vpn & t->set_mask) * t->assoc, w;
    Addr key = vpn + 1;
-   UInt w;
-   if (set[0].vpn == key) { *pfn = set[0].pfn; return True; }
-   for (w = 1; w < t->assoc; w++) {
-      if (set[w].vpn == key) {
-         SlTlbEntry hit = set[w];
-         SL_MEMMOVE(&set[1], &set[0], w * sizeof(SlTlbEntry));
-         set[0] = hit;
-         *pfn = hit.pfn;
+   for (w = 0; w < 4; w++) {
+      SlTlbEntry *e = &t->e[t->hint[w]];
+      if (e->vpn == key) {
+         UInt idx = t->hint[w];
+         e->lru = ++t->clock;
+         *pfn = e->pfn;
+         /* make it the newest hint */
+         t->hint[w] = t->hint[(t->hint_pos - 1) & 3];
+         t->hint[(t->hint_pos - 1) & 3] = idx;
+         return True;
+      }
+   }
+   for (w = 0; w < t->assoc; w++) {
+      SlTlbEntry *e = &t->e[base + w];
+      if (e->vpn == key) {
+         e->lru = ++t->clock;
+         *pfn = e->pfn;
+         t->hint[t->hint_pos++ & 3] = base + w;
          return True;
       }
    }
@@ -408,10 +434,16 @@ static inline Bool tlb_lookup(SlTlb *t, Addr vpn, Addr *pfn)
 
 static inline void tlb_insert(SlTlb *t, Addr vpn, Addr pfn)
 {
-   SlTlbEntry *set = &t->e[(vpn % t->sets) * t->assoc];
-   SL_MEMMOVE(&set[1], &set[0], (t->assoc - 1) * sizeof(SlTlbEntry));
-   set[0].vpn = vpn + 1;
-   set[0].pfn = pfn;
+   UInt base = (UInt)(vpn & t->set_mask) * t->assoc, w, v = base;
+   for (w = 0; w < t->assoc; w++) {
+      SlTlbEntry *e = &t->e[base + w];
+      if (e->vpn == 0) { v = base + w; break; }
+      if (e->lru < t->e[v].lru) v = base + w;
+   }
+   t->e[v].vpn = vpn + 1;
+   t->e[v].pfn = pfn;
+   t->e[v].lru = ++t->clock;
+   t->hint[t->hint_pos++ & 3] = v;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -483,7 +515,10 @@ static Bool snoop_others(SlCore *c, Addr line, Bool unique, Bool *shared)
       }
       d->coherence_events++;
    }
-   if (any) c->coherence_events++;
+   if (any) {
+      c->coherence_events++;
+      s->coherence_events++;
+   }
    if (any && !unique) *shared = True;
    /* a modified copy is always forwarded by its owner; a clean copy only when the SLC does not
     * hold the line (otherwise the SLC serves it) */
@@ -560,7 +595,13 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
    UInt sh = cfg->page_shift;
    Addr vpn = va >> sh, pfn;
    *xlat = cfg->l1tlb_lat;
-   c->c[instr ? SL_C_L1I_TLB : SL_C_L1D_TLB]++;
+   if (instr) c->c[SL_C_L1I_TLB]++;
+   if (vpn == c->last_vpn[instr] && c->last_tlbe[instr]->vpn == vpn + 1) {
+      /* same page as the previous access of this side: an L1 TLB hit */
+      SlTlb *t = instr ? &c->itlb : &c->dtlb;
+      c->last_tlbe[instr]->lru = ++t->clock;
+      return (c->last_tlbe[instr]->pfn << sh) | (va & ((1ull << sh) - 1));
+   }
    if (!tlb_lookup(instr ? &c->itlb : &c->dtlb, vpn, &pfn)) {
       c->c[instr ? SL_C_L1I_TLB_REFILL : SL_C_L1D_TLB_REFILL]++;
       c->c[SL_C_L2D_TLB]++;
@@ -581,6 +622,12 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
          tlb_insert(&c->stlb, vpn, pfn);
       }
       tlb_insert(instr ? &c->itlb : &c->dtlb, vpn, pfn);
+   }
+   {
+      SlTlb *t = instr ? &c->itlb : &c->dtlb;
+      c->last_vpn[instr] = vpn;
+      c->last_tlbe[instr] = &t->e[t->hint[(t->hint_pos - 1) & 3]];
+      if (c->last_tlbe[instr]->vpn != vpn + 1) c->last_vpn[instr] = ~(Addr)0;
    }
    return (pfn << sh) | (va & ((1ull << sh) - 1));
 }
@@ -622,12 +669,16 @@ static void prefetch_train(SlCore *c, Addr line, ULong t)
    UInt i;
    if (!cfg->prefetch_distance) return;
    c->stream_clock++;
-   for (i = 0; i < SL_NSTREAMS; i++) {
+   if (c->streams[c->last_stream].page == page) {
+      st = &c->streams[c->last_stream];
+      i = c->last_stream;
+   } else for (i = 0; i < SL_NSTREAMS; i++) {
       if (c->streams[i].page == page) { st = &c->streams[i]; break; }
       if (c->streams[i].lru < lru->lru) lru = &c->streams[i];
    }
    if (!st) {
       st = lru;
+      c->last_stream = (UInt)(st - c->streams);
       st->page = page;
       st->last = (Long)line;
       st->next = (Long)line + 1;
@@ -637,6 +688,7 @@ static void prefetch_train(SlCore *c, Addr line, ULong t)
       return;
    }
    st->lru = c->stream_clock;
+   c->last_stream = (UInt)(st - c->streams);
    d = (Long)line - st->last;
    if (d == 0) return;
    if (d == 1 || d == -1) {
@@ -685,7 +737,7 @@ static inline ULong rob_constraint(SlCore *c, ULong n)
       SlRobEnt *e = &c->rob[c->rob_head];
       if (e->idx + R > n) break;
       cons = MAX(cons, e->retire);
-      c->rob_head = (c->rob_head + 1) % c->rob_cap;
+      if (++c->rob_head == c->rob_cap) c->rob_head = 0;
       c->rob_n--;
    }
    return cons;
@@ -697,10 +749,11 @@ static inline void rob_push(SlCore *c, ULong idx, ULong retire)
    retire = MAX(retire, c->last_retire);
    c->last_retire = retire;
    if (c->rob_n == c->rob_cap) { /* cannot happen (at most rob_size live entries) */
-      c->rob_head = (c->rob_head + 1) % c->rob_cap;
+      if (++c->rob_head == c->rob_cap) c->rob_head = 0;
       c->rob_n--;
    }
-   tail = (c->rob_head + c->rob_n) % c->rob_cap;
+   tail = c->rob_head + c->rob_n;
+   if (tail >= c->rob_cap) tail -= c->rob_cap;
    c->rob[tail].idx = idx;
    c->rob[tail].retire = retire;
    c->rob_n++;
@@ -756,7 +809,7 @@ static void alu_batch(SlCore *c, UInt k)
       ULong jf = c->rob_n ? c->rob[c->rob_head].idx + R : ~0ull;
       if (jf <= i) {
          ULong cons = c->rob[c->rob_head].retire;
-         c->rob_head = (c->rob_head + 1) % c->rob_cap;
+         if (++c->rob_head == c->rob_cap) c->rob_head = 0;
          c->rob_n--;
          stall_backend(c, &t, cons);
          continue;
@@ -771,11 +824,15 @@ static void alu_batch(SlCore *c, UInt k)
    c->pop = last;
 }
 
-void sl_alu(SlCore *c, UInt n, const SlAluOp *info)
+void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
 {
    UInt done = 0, j;
    if (n == 0) return;
-   if (info) {
+   if (counts) {
+      c->c[SL_C_DP_SPEC] += counts[0];
+      c->c[SL_C_ASE_SPEC] += counts[1];
+      c->c[SL_C_VFP_SPEC] += counts[2];
+   } else if (info) {
       for (j = 0; j < n; j++) c->c[info[j].counter]++;
    } else {
       c->c[SL_C_DP_SPEC] += n;
@@ -831,25 +888,26 @@ ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
    sel = spe_select(c);
    D = c->t;
    stall_backend(c, &D, rob_constraint(c, n));
-   if (c->n_mem >= Q) stall_backend(c, &D, c->iq[c->n_mem % Q]);
-   if (m->store && c->n_st >= cfg->store_buffer)
-      stall_backend(c, &D, c->stb[c->n_st % cfg->store_buffer]);
+   if (c->n_mem >= Q) stall_backend(c, &D, c->iq[c->iq_pos]);
+   if (m->store && c->n_st >= cfg->store_buffer) stall_backend(c, &D, c->stb[c->stb_pos]);
    c->t = D + s->disp_tq;
 
    /* issue when the address operands are ready; translate */
    I = MAX(D, m->addr_ready);
-   c->iq[c->n_mem % Q] = I;
+   c->iq[c->iq_pos] = I;
+   if (++c->iq_pos == Q) c->iq_pos = 0;
    c->n_mem++;
    pa = translate(c, m->va, False, I, &xlat, &ev);
    line = pa >> SL_LINE_SHIFT;
 
-   c->c[SL_C_MEM_ACCESS]++;
+   /* MEM_ACCESS, LD/ST_SPEC, L1D_CACHE, L1D_TLB and TRUTH_STORE_OPS follow from these two
+    * (sl_core_counters) */
    c->c[m->store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
-   c->c[m->store ? SL_C_ST_SPEC : SL_C_LD_SPEC]++;
-   c->c[SL_C_L1D_CACHE]++;
    Imem = I + (ULong)xlat * SL_TQ;
 
-   l = cache_lookup(&c->l1d, line);
+   l = c->l1_last;
+   if (l && l->tag == line + 1) l->lru = ++c->l1d.clock;
+   else l = cache_lookup(&c->l1d, line);
    if (l) {
       ready = MAX(Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
       if (l->flags & SL_LF_PREFETCHED) {
@@ -870,8 +928,7 @@ ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
       c->c[SL_C_L1D_CACHE_REFILL]++;
       if (!m->store) {
          /* a demand miss waits for a free miss-status register */
-         ULong M = cfg->mshrs;
-         if (c->n_miss >= M) Imem = MAX(Imem, c->mshr[c->n_miss % M]);
+         if (c->n_miss >= cfg->mshrs) Imem = MAX(Imem, c->mshr[c->mshr_pos]);
       }
       lvl = l2_access(c, line, m->store, !m->store, Imem, &ready, &ev);
       l = cache_insert(&c->l1d, line, &v);
@@ -879,19 +936,21 @@ ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
       l->state = l2 ? l2->state : SL_E;
       l->ready = ready;
       if (!m->store) {
-         c->mshr[c->n_miss % cfg->mshrs] = ready;
+         c->mshr[c->mshr_pos] = ready;
+         if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
          c->n_miss++;
       }
       prefetch_train(c, line, I);
    }
+   c->l1_last = l; /* validated by its tag on the next access */
 
    if (m->store) {
       /* stores retire from the store buffer; the line fill drains in the background */
       C = I + (ULong)(xlat + 1) * SL_TQ;
-      c->stb[c->n_st % cfg->store_buffer] = MAX(C, ready);
+      c->stb[c->stb_pos] = MAX(C, ready);
+      if (++c->stb_pos == cfg->store_buffer) c->stb_pos = 0;
       c->n_st++;
       retire = C;
-      c->c[SL_T_ST_OPS]++;
       c->c[SL_T_ST_BYTES] += m->size;
    } else {
       C = ready;
@@ -1031,18 +1090,32 @@ void sl_ifetch(SlCore *c, Addr va)
    Addr pa, line;
    ULong stall = 0;
    c->c[SL_C_L1I_CACHE]++;
+   if (c->i_last && (va >> SL_LINE_SHIFT) == c->i_last_va && c->i_last->tag == c->i_last_line + 1 &&
+       (va >> cfg->page_shift) == c->last_vpn[1]) {
+      /* the line fetched last time, still in L1I, same page: hit */
+      c->c[SL_C_L1I_TLB]++;
+      c->i_last->lru = ++c->l1i.clock;
+      c->last_tlbe[1]->lru = ++c->itlb.clock;
+      return;
+   }
    pa = translate(c, va, True, c->t, &xlat, &ev);
    if (xlat > cfg->l1tlb_lat) stall += (ULong)(xlat - cfg->l1tlb_lat) * SL_TQ;
    line = pa >> SL_LINE_SHIFT;
-   if (!cache_lookup(&c->l1i, line)) {
-      ULong ready;
-      SlLine v, *l;
-      UInt lev = 0;
-      c->c[SL_C_L1I_CACHE_REFILL]++;
-      (void)l2_access(c, line, False, False, c->t + stall, &ready, &lev);
-      l = cache_insert(&c->l1i, line, &v);
-      l->state = SL_S;
-      stall = MAX(stall, ready - c->t);
+   {
+      SlLine *il = cache_lookup(&c->l1i, line);
+      if (!il) {
+         ULong ready;
+         SlLine v;
+         UInt lev = 0;
+         c->c[SL_C_L1I_CACHE_REFILL]++;
+         (void)l2_access(c, line, False, False, c->t + stall, &ready, &lev);
+         il = cache_insert(&c->l1i, line, &v);
+         il->state = SL_S;
+         stall = MAX(stall, ready - c->t);
+      }
+      c->i_last = il;
+      c->i_last_line = line;
+      c->i_last_va = va >> SL_LINE_SHIFT;
    }
    if (stall) {
       c->c[SL_C_STALL_FRONTEND] += stall;

@@ -15,6 +15,10 @@
 #include "sl_port.h"
 
 #define SL_TQ 256u /* tq per cycle */
+
+/* A dependency set (see sl_main.c): one bit per load of a superblock and per tracked guest
+ * register. */
+typedef unsigned __int128 SlDeps;
 #define SL_LINE_SHIFT 6u
 #define SL_LINE 64u
 
@@ -163,6 +167,7 @@ typedef struct {
 typedef struct {
    Addr tag;      /* physical line address (pa >> 6) + 1; 0 = invalid */
    ULong ready;   /* tq at which the fill completes */
+   ULong lru;     /* last use (cache clock); the smallest in a set is replaced */
    UChar state;   /* SL_I/S/E/M */
    UChar flags;   /* SL_LF_* */
    UChar pad[6];
@@ -175,18 +180,23 @@ typedef struct {
 #define SL_LF_PREFETCHED 1u
 
 typedef struct {
-   SlLine *lines; /* sets * assoc, each set ordered MRU first */
+   SlLine *lines; /* sets * assoc; true LRU by use stamps */
+   Addr *tags;    /* copy of lines[i].tag, dense, so lookups scan few host cache lines */
    UInt sets, assoc, set_mask;
+   ULong clock;
 } SlCache;
 
 typedef struct {
    Addr vpn;   /* +1; 0 = invalid */
    Addr pfn;
+   ULong lru;
 } SlTlbEntry;
 
 typedef struct {
-   SlTlbEntry *e; /* sets * assoc, MRU first in each set */
-   UInt sets, assoc;
+   SlTlbEntry *e; /* sets * assoc; true LRU by use stamps */
+   UInt sets, assoc, set_mask; /* sets is a power of two */
+   ULong clock;
+   UInt hint[4], hint_pos; /* indices of recent hits, checked before a scan */
 } SlTlb;
 
 typedef struct {
@@ -211,18 +221,24 @@ struct SlCore {
    UInt id;
    Bool active;
    SlCache l1d, l1i, l2;
+   SlLine *l1_last; /* the L1D line of the previous access (validated by tag) */
+   SlLine *i_last;  /* the L1I line of the previous fetch */
+   Addr i_last_line, i_last_va;
    SlTlb dtlb, itlb, stlb;
+   Addr last_vpn[2];          /* page of the previous data [0] / instruction [1] access */
+   SlTlbEntry *last_tlbe[2];  /* its L1 TLB entry (validated by vpn) */
    /* timing */
    ULong t;         /* dispatch time of the next op (tq) */
    ULong last_retire;
    ULong pop;       /* ops dispatched (SAMPLE_POP) */
    ULong n_mem, n_st, n_miss;
+   UInt iq_pos, stb_pos, mshr_pos; /* ring positions (n_mem, n_st, n_miss modulo ring size) */
    SlRobEnt *rob; UInt rob_head, rob_n, rob_cap;
    ULong *iq, *mshr, *stb;
    /* branch prediction */
    UChar *pht; UInt ghist; Addr *btb; Addr *ras; UInt ras_top;
    /* prefetcher */
-   SlStream streams[SL_NSTREAMS]; ULong stream_clock;
+   SlStream streams[SL_NSTREAMS]; ULong stream_clock; UInt last_stream;
    /* SPE */
    ULong next_sample;   /* population index of the next selected op */
    ULong inflight_until; /* completion (tq) of the last recorded sampled op */
@@ -242,8 +258,9 @@ struct SlSystem {
    /* page table: vpn -> pfn, open addressing */
    Addr *pt_vpn; Addr *pt_pfn; ULong pt_cap, pt_used, next_pfn;
    ULong disp_tq; /* tq per dispatched op */
+   ULong coherence_events; /* snoops that found the line in another core */
    /* resolves an SlAluOp dependency mask to a ready time (tq); NULL = always ready */
-   ULong (*ready_fn)(void *ctx, ULong deps);
+   ULong (*ready_fn)(void *ctx, SlDeps deps);
    void *ready_ctx;
 };
 
@@ -253,15 +270,15 @@ void sl_core_set_active(SlCore *c, Bool active);
 
 /* ---- ops. Each call dispatches ops in program order on one core. */
 
-/* A run of n non-memory, non-branch ops. `info` describes each op for sampling; it may be NULL
- * when every op is a plain integer op at `pc0`. */
+/* A run of n non-memory, non-branch ops. `info` describes each op for sampling (NULL: plain
+ * integer ops); `counts` (may be NULL) gives how many of them are DP, ASE and VFP ops. */
 typedef struct {
    Addr pc;
    UChar subclass; /* SL_OT_* */
    UChar counter;  /* SL_C_DP_SPEC / ASE / VFP */
-   ULong deps;     /* dependency mask, resolved through SlSystem.ready_fn when sampled */
+   SlDeps deps;    /* dependency set, resolved through SlSystem.ready_fn when sampled */
 } SlAluOp;
-void sl_alu(SlCore *c, UInt n, const SlAluOp *info);
+void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts);
 
 typedef struct {
    Addr pc, va;

@@ -1,0 +1,5 @@
+/* spelunk emulator: the tool as one translation unit, so the compiler can inline the model's
+ * per-op functions into the per-superblock replay (sl_flush). */
+#include "sl_model.c"
+#include "sl_trace.c"
+#include "sl_main.c"

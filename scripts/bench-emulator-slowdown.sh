@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Slowdown of the emulator against native execution, on the STREAM workload (issue 3: goal
+# <= 50x). Runs each configuration REPS times and reports the best wall-clock time of each.
+#
+#   scripts/bench-emulator-slowdown.sh [ELEMENTS] [ITERATIONS] [REPS]
+#
+# Defaults: 2,000,000 elements per array (16 MB each), 5 iterations, 3 repetitions. Needs
+# emulator/build.sh and `make -C workloads` to have run. Prints one line per configuration and
+# the slowdown = emulated / native.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+n="${1:-2000000}"; iters="${2:-5}"; reps="${3:-3}"
+stream="$root/workloads/build/stream"
+emu="$root/emulator/spelunk-emu"
+[[ -x "$stream" ]] || { echo "build the workloads first: make -C workloads" >&2; exit 1; }
+out="$(mktemp -d)"; trap 'rm -rf "$out"' EXIT
+
+best() { # best wall time in seconds of REPS runs of "$@"
+  local b=""
+  for _ in $(seq "$reps"); do
+    local s e t
+    s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N)
+    t=$(echo "$e - $s" | bc -l)
+    if [[ -z "$b" ]] || (( $(echo "$t < $b" | bc -l) )); then b=$t; fi
+  done
+  echo "$b"
+}
+
+native=$(best "$stream" -n "$n" -i "$iters")
+nulgrind=$(best valgrind --tool=none -q "$stream" -n "$n" -i "$iters")
+emulated=$(best "$emu" --out="$out/t.emutrace" -- "$stream" -n "$n" -i "$iters")
+printf 'STREAM -n %s -i %s (best of %s)\n' "$n" "$iters" "$reps"
+printf '  native            %8.3f s\n' "$native"
+printf '  valgrind none     %8.3f s  (%.1fx)\n' "$nulgrind" "$(echo "$nulgrind / $native" | bc -l)"
+printf '  spelunk emulator  %8.3f s  (%.1fx)\n' "$emulated" "$(echo "$emulated / $native" | bc -l)"
