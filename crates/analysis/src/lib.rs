@@ -2,9 +2,13 @@
 //! addresses to objects, times to phases, threads to names), aggregations and estimates. Pure
 //! computation over typed inputs; the only files it reads are the recorded binaries' symbols.
 
+pub mod agg;
+pub mod context;
 pub mod elf;
 pub mod estimate;
 pub mod maps;
+pub mod model;
 pub mod objects;
+pub mod profile;
 pub mod stats;
 pub mod symbolize;

@@ -7,15 +7,16 @@ use spelunk_decode::{plan_from_perf, DecodeOptions, PipelineError};
 use spelunk_perf::reader::ProblemKind;
 use spelunk_perf::PerfDataFile;
 use spelunk_report::{
-    CpuInterpretation, DecodeSummary, Interpretation, SpeTableWriter, TableCompression, TableFormat,
+    DecodeSummary, Interpretation, SpeTableWriter, TableCompression, TableFormat,
 };
-use spelunk_spe::{CpuModel, Midr, RecordDecoder, SpeSample};
+use spelunk_spe::{RecordDecoder, SpeSample};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::common::CpuArgs;
 use crate::progress::Progress;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -73,13 +74,8 @@ pub struct DecodeArgs {
     #[arg(long, requires = "raw")]
     pub cpu: Option<u32>,
 
-    /// Interpret data sources for this CPU model (e.g. neoverse-n1) instead of the recording's MIDR
-    #[arg(long, value_name = "NAME", conflicts_with = "midr")]
-    pub cpu_model: Option<String>,
-
-    /// Interpret data sources for this MIDR_EL1 value (e.g. 0x413fd0c1)
-    #[arg(long, value_name = "HEX")]
-    pub midr: Option<String>,
+    #[command(flatten)]
+    pub interp: CpuArgs,
 
     /// Do not print the summary
     #[arg(short, long)]
@@ -105,26 +101,6 @@ fn default_prefix(file: &Path) -> PathBuf {
         .unwrap_or_else(|| "spe".into());
     let stem = name.strip_suffix(".data").unwrap_or(&name);
     PathBuf::from(if stem.is_empty() { "spe" } else { stem })
-}
-
-fn midr_override(args: &DecodeArgs) -> anyhow::Result<Option<Midr>> {
-    if let Some(name) = &args.cpu_model {
-        let Some(m) = CpuModel::from_name(name) else {
-            let known: Vec<&str> = CpuModel::ALL.iter().map(|m| m.name()).collect();
-            bail!(
-                "unknown CPU model '{name}'; known models: {}",
-                known.join(", ")
-            );
-        };
-        return Ok(Some(m.midr()));
-    }
-    if let Some(s) = &args.midr {
-        let Some(m) = Midr::parse(s) else {
-            bail!("--midr '{s}' is not a number (expected e.g. 0x413fd0c1)")
-        };
-        return Ok(Some(m));
-    }
-    Ok(None)
 }
 
 pub fn run(args: DecodeArgs) -> anyhow::Result<ExitCode> {
@@ -157,16 +133,7 @@ fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow:
             file.path()
         );
     }
-    let interp = match midr_override(args)? {
-        Some(m) => Interpretation::uniform(Some(m)),
-        None => {
-            let mut i = Interpretation::uniform(file.features.midr());
-            for cpu in plan.streams.iter().filter_map(|s| s.cpu) {
-                i.set_cpu(cpu, CpuInterpretation::for_midr(file.cpu_midr(cpu)));
-            }
-            i
-        }
-    };
+    let interp = args.interp.interpretation(&file, &plan.streams)?;
     let mut writer = SpeTableWriter::create(prefix, format, compression(args), interp.clone())?;
     let mut summary = DecodeSummary {
         container: losses,
@@ -260,7 +227,7 @@ fn decode_raw(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow::
         file = std::fs::File::open(path)
             .with_context(|| format!("{}: cannot open", path.display()))?;
     }
-    let interp = Interpretation::uniform(midr_override(args)?);
+    let interp = Interpretation::uniform(args.interp.midr_override()?);
     let mut writer = SpeTableWriter::create(prefix, format, compression(args), interp.clone())?;
     let mut summary = DecodeSummary::default();
     let mut decoder = RecordDecoder::new();

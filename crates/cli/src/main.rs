@@ -4,8 +4,10 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod common;
 mod decode;
 mod progress;
+mod report;
 mod topdown;
 
 /// Memory-centric performance analysis for Arm Neoverse: SPE precise sampling, memory latency
@@ -20,6 +22,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Decode(decode::DecodeArgs),
+    Report(report::ReportArgs),
     Topdown(topdown::TopdownArgs),
 }
 
@@ -27,6 +30,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Decode(args) => decode::run(args),
+        Command::Report(args) => report::run(args),
         Command::Topdown(args) => topdown::run(args),
     };
     match result {

@@ -4,8 +4,10 @@
 pub mod spe_tables;
 pub mod summary;
 pub mod table;
+pub mod text;
 
-pub use spe_tables::{CpuInterpretation, Interpretation, SpeTable, SpeTableWriter};
+pub use spe_tables::{SpeTable, SpeTableWriter};
+pub use spelunk_spe::{CpuInterpretation, Interpretation};
 pub use summary::DecodeSummary;
 pub use table::{
     Cell, ColumnDef, ColumnKind, TableCompression, TableError, TableFormat, TableOptions,

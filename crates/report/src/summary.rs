@@ -1,8 +1,9 @@
 //! The summary `spelunk decode` prints: what was decoded, per table and CPU, the time span, the
 //! operation and data-source mix, and everything that was skipped or lost.
 
-use crate::spe_tables::{Interpretation, SpeTable};
+use crate::spe_tables::SpeTable;
 use spelunk_decode::ContainerLosses;
+use spelunk_spe::Interpretation;
 use spelunk_spe::{DataSource, DecodeStats, Event, SpeSample};
 use std::fmt::Write as _;
 

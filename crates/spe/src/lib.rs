@@ -15,6 +15,7 @@
 pub mod address;
 pub mod datasource;
 pub mod events;
+pub mod interp;
 pub mod midr;
 pub mod op;
 pub mod packet;
@@ -26,6 +27,7 @@ mod text;
 pub use address::{canonical_va, CodeAddress, DataPhysicalAddress, DataVirtualAddress};
 pub use datasource::{DataSource, DataSourceEncoding, DataSourceOrigin};
 pub use events::{Event, Events, ImpDefEventNames};
+pub use interp::{CpuInterpretation, Interpretation};
 pub use midr::{CpuModel, Midr};
 pub use op::{CallReturn, LoadStoreKind, OpClass, OpType, Operation};
 pub use packet::{decode_packet, Packet, PacketError, PacketReader, PayloadSize};

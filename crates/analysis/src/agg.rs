@@ -1,0 +1,116 @@
+//! The per-group accumulator shared by every aggregation (a PC, a function, an object, a data
+//! source, a thread...). Exact: counts and exact latency distributions (see [`LatencyStats`]).
+
+use crate::stats::LatencyStats;
+use spelunk_spe::{DataSource, Event, SpeRecord};
+
+/// What kind of operation a record sampled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    Load,
+    Store,
+    Branch,
+    Other,
+}
+
+impl OpKind {
+    pub fn of(r: &SpeRecord) -> OpKind {
+        match r.op {
+            Some(op) if op.is_load() => OpKind::Load,
+            Some(op) if op.is_store() => OpKind::Store,
+            Some(op) if op.is_branch() => OpKind::Branch,
+            _ => OpKind::Other,
+        }
+    }
+}
+
+/// Counts and latency distributions of a group of samples.
+#[derive(Clone, Debug, Default)]
+pub struct Agg {
+    pub samples: u64,
+    pub loads: u64,
+    pub stores: u64,
+    pub branches: u64,
+    pub other: u64,
+    /// Branches with the MISPRED event.
+    pub mispredicts: u64,
+    /// Records with the L1D-REFILL, LLC-REFILL, TLB-REFILL (walk) and REMOTE-ACCESS events.
+    pub l1d_miss: u64,
+    pub llc_miss: u64,
+    pub tlb_walk: u64,
+    pub remote: u64,
+    /// Loads: total latency and derived execution latency (cycles), exact distributions.
+    pub load_total: LatencyStats,
+    pub load_exec: LatencyStats,
+    /// Loads: issue and translation latency.
+    pub load_issue: LatencyStats,
+    pub load_xlat: LatencyStats,
+    /// Loads per data source (few entries; searched linearly).
+    pub sources: Vec<(DataSource, u64)>,
+}
+
+impl Agg {
+    pub fn add(&mut self, r: &SpeRecord, kind: OpKind, source: Option<DataSource>) {
+        self.samples += 1;
+        let ev = r.events.unwrap_or_default();
+        match kind {
+            OpKind::Load => {
+                self.loads += 1;
+                if let Some(t) = r.total_latency_cycles {
+                    self.load_total.add(t);
+                }
+                if let Some(e) = r.derived_execution_latency() {
+                    self.load_exec.add(e);
+                }
+                if let Some(i) = r.issue_latency_cycles {
+                    self.load_issue.add(i);
+                }
+                if let Some(x) = r.translation_latency_cycles {
+                    self.load_xlat.add(x);
+                }
+                if let Some(ds) = source {
+                    self.add_source(ds, 1);
+                }
+            }
+            OpKind::Store => self.stores += 1,
+            OpKind::Branch => {
+                self.branches += 1;
+                if ev.contains(Event::Mispredicted) {
+                    self.mispredicts += 1;
+                }
+            }
+            OpKind::Other => self.other += 1,
+        }
+        self.l1d_miss += u64::from(ev.contains(Event::L1dRefill));
+        self.llc_miss += u64::from(ev.contains(Event::LlcMiss));
+        self.tlb_walk += u64::from(ev.contains(Event::TlbWalk));
+        self.remote += u64::from(ev.contains(Event::RemoteAccess));
+    }
+
+    fn add_source(&mut self, ds: DataSource, n: u64) {
+        match self.sources.iter_mut().find(|(d, _)| *d == ds) {
+            Some((_, c)) => *c += n,
+            None => self.sources.push((ds, n)),
+        }
+    }
+
+    pub fn merge(&mut self, o: &Agg) {
+        self.samples += o.samples;
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.branches += o.branches;
+        self.other += o.other;
+        self.mispredicts += o.mispredicts;
+        self.l1d_miss += o.l1d_miss;
+        self.llc_miss += o.llc_miss;
+        self.tlb_walk += o.tlb_walk;
+        self.remote += o.remote;
+        self.load_total.merge(&o.load_total);
+        self.load_exec.merge(&o.load_exec);
+        self.load_issue.merge(&o.load_issue);
+        self.load_xlat.merge(&o.load_xlat);
+        for (d, n) in &o.sources {
+            self.add_source(*d, *n);
+        }
+    }
+}

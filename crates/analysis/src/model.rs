@@ -1,0 +1,218 @@
+//! The report model: what `spelunk report` computes, as typed data. The terminal tables, the
+//! JSON output (`--json`, schema [`SCHEMA`]) and the HTML report all render this one value, so
+//! every number they show is the same number. Each field is defined in docs/report.md.
+
+use serde::Serialize;
+
+/// Schema identifier of the JSON output.
+pub const SCHEMA: &str = "spelunk-report/1";
+
+/// Latency distribution summary in cycles (exact over the group's samples; nearest-rank
+/// percentiles, docs/methodology/statistics.md).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub mean: f64,
+    pub min: u16,
+    pub p50: u16,
+    pub p90: u16,
+    pub p99: u16,
+    pub max: u16,
+}
+
+/// A histogram: counts in fixed-width buckets of cycles.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Histogram {
+    pub bucket_cycles: u16,
+    /// (bucket start in cycles, samples).
+    pub buckets: Vec<(u16, u64)>,
+}
+
+/// Loads per data source within a group.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SourceCount {
+    pub source: String,
+    pub loads: u64,
+}
+
+/// Counts and load latency of a group of samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GroupStats {
+    pub samples: u64,
+    /// samples / selected samples of the report.
+    pub share: f64,
+    pub loads: u64,
+    pub stores: u64,
+    pub branches: u64,
+    pub other: u64,
+    pub mispredicts: u64,
+    pub l1d_miss: u64,
+    pub llc_miss: u64,
+    pub tlb_walk: u64,
+    pub remote: u64,
+    /// Loads' total latency (None without loads with a total-latency counter).
+    pub load_latency: Option<LatencySummary>,
+    /// Loads' derived execution latency (total − issue − translation).
+    pub load_exec_latency: Option<LatencySummary>,
+    /// Loads per data source, most first.
+    pub sources: Vec<SourceCount>,
+}
+
+/// One row of a hotspot table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Hotspot {
+    /// What the row is: a function name, `file:line`, an address or a DSO path.
+    pub key: String,
+    pub dso: Option<String>,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// For instruction rows: the virtual address and offset into the function.
+    pub address: Option<u64>,
+    pub function_offset: Option<u64>,
+    #[serde(flatten)]
+    pub stats: GroupStats,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Hotspots {
+    pub functions: Vec<Hotspot>,
+    pub lines: Vec<Hotspot>,
+    pub instructions: Vec<Hotspot>,
+    pub dsos: Vec<Hotspot>,
+}
+
+/// Latency structure of the loads served by one data source.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DataSourceRow {
+    pub source: String,
+    pub loads: u64,
+    /// loads / loads with a data source.
+    pub share: f64,
+    pub total: Option<LatencySummary>,
+    pub issue: Option<LatencySummary>,
+    pub translation: Option<LatencySummary>,
+    pub execution: Option<LatencySummary>,
+    pub total_histogram: Histogram,
+}
+
+/// A data object and the accesses to it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ObjectRow {
+    pub name: String,
+    /// annotated, global, heap, stack, anonymous, file.
+    pub kind: String,
+    pub dso: Option<String>,
+    pub start: u64,
+    pub size: u64,
+    #[serde(flatten)]
+    pub stats: GroupStats,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThreadRow {
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub name: Option<String>,
+    pub samples: u64,
+    pub share: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CpuRow {
+    pub cpu: Option<u32>,
+    pub samples: u64,
+}
+
+/// One sampled memory access for the address-over-time view.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelinePoint {
+    /// Nanoseconds since the first sample of the recording.
+    pub t_ns: u64,
+    pub address: u64,
+    /// Index into `objects` (None: no known object).
+    pub object: Option<usize>,
+    pub store: bool,
+    pub source: Option<String>,
+    pub total_latency: Option<u16>,
+}
+
+/// A bounded, uniform sample (reservoir) of the selected memory accesses.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Timeline {
+    /// Selected memory accesses with an address and a time (the population).
+    pub population: u64,
+    pub points: Vec<TimelinePoint>,
+}
+
+/// A named phase (from the annotation API) and its samples.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseRow {
+    pub name: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    #[serde(flatten)]
+    pub stats: GroupStats,
+}
+
+/// The sampling interval the hardware applied (seed 000 §4.2.4, table 4.3).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sampling {
+    /// `perf record -c` (the SPE event's sample_period).
+    pub requested_period: Option<u64>,
+    pub min_interval: Option<u64>,
+    pub base_interval: Option<u64>,
+    pub jitter: bool,
+    /// base + 128 with jitter on CPUs whose caps/ernd is 0, base + 1 otherwise.
+    pub effective_interval: Option<u64>,
+    /// What the effective interval assumed (e.g. ernd unknown).
+    pub note: Option<String>,
+}
+
+/// Everything lost or skipped on the way from the hardware to this report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Losses {
+    pub undecodable_bytes: u64,
+    pub dropped_records: u64,
+    pub incomplete_records: u64,
+    pub truncated_packets: u64,
+    pub aux_truncated: u64,
+    pub aux_partial: u64,
+    pub aux_collision: u64,
+    pub lost_events: u64,
+    pub lost_records: u64,
+    pub problems: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RecordingInfo {
+    pub file: String,
+    pub cpu_model: Option<String>,
+    pub midr: Option<String>,
+    pub duration_ns: u64,
+    pub first_time_ns: Option<u64>,
+    /// Records decoded, and those the report's filter selected.
+    pub samples_decoded: u64,
+    pub samples_selected: u64,
+    pub sampling: Option<Sampling>,
+    pub losses: Losses,
+    /// Mapped files that could not be read for symbols here.
+    pub missing_files: Vec<String>,
+}
+
+/// The whole report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub recording: RecordingInfo,
+    /// The filter that selected the samples (human-readable).
+    pub filter: Vec<String>,
+    pub totals: GroupStats,
+    pub hotspots: Hotspots,
+    pub data_sources: Vec<DataSourceRow>,
+    pub objects: Vec<ObjectRow>,
+    pub threads: Vec<ThreadRow>,
+    pub cpus: Vec<CpuRow>,
+    pub phases: Vec<PhaseRow>,
+    pub timeline: Timeline,
+}

@@ -1,0 +1,622 @@
+//! Building a [`Report`] from samples in one streaming pass.
+//!
+//! The hot path does no symbolization: samples that pass the [`Filter`] are aggregated by raw
+//! (pid, PC), by data object (resolved inline: an interval lookup), by data source, thread and
+//! CPU, and a bounded uniform reservoir keeps memory accesses for the address-over-time view.
+//! [`ProfileBuilder::finish`] then symbolizes only the unique PCs, in one batch, and rolls them
+//! up into functions, source lines, instructions and DSOs.
+
+use crate::agg::{Agg, OpKind};
+use crate::maps::AddressSpaces;
+use crate::model::*;
+use crate::objects::{DataObject, DataObjects};
+use crate::stats::LatencyStats;
+use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer};
+use spelunk_spe::synth::Rng;
+use spelunk_spe::{DataSource, Event, Interpretation, SpeSample};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// Which samples a report covers (`--event`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventClass {
+    Load,
+    Store,
+    Memory,
+    Branch,
+    L1dAccess,
+    L1dMiss,
+    LlcAccess,
+    LlcMiss,
+    TlbAccess,
+    TlbWalk,
+    BranchMiss,
+    Remote,
+    /// Loads served by another core's cache (peer-core/cluster/remote snoops).
+    PeerSnoop,
+    /// Loads served by DRAM (local or remote).
+    Dram,
+}
+
+impl EventClass {
+    pub const ALL: [(&'static str, EventClass); 14] = [
+        ("load", EventClass::Load),
+        ("store", EventClass::Store),
+        ("memory", EventClass::Memory),
+        ("branch", EventClass::Branch),
+        ("l1d-access", EventClass::L1dAccess),
+        ("l1d-miss", EventClass::L1dMiss),
+        ("llc-access", EventClass::LlcAccess),
+        ("llc-miss", EventClass::LlcMiss),
+        ("tlb-access", EventClass::TlbAccess),
+        ("tlb-walk", EventClass::TlbWalk),
+        ("branch-miss", EventClass::BranchMiss),
+        ("remote", EventClass::Remote),
+        ("peer", EventClass::PeerSnoop),
+        ("dram", EventClass::Dram),
+    ];
+
+    pub fn parse(s: &str) -> Option<EventClass> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
+            .map(|(_, c)| *c)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, c)| *c == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    fn accepts(self, s: &SpeSample, kind: OpKind, ds: Option<DataSource>) -> bool {
+        let ev = s.record.events.unwrap_or_default();
+        match self {
+            EventClass::Load => kind == OpKind::Load,
+            EventClass::Store => kind == OpKind::Store,
+            EventClass::Memory => matches!(kind, OpKind::Load | OpKind::Store),
+            EventClass::Branch => kind == OpKind::Branch,
+            EventClass::L1dAccess => ev.contains(Event::L1dAccess),
+            EventClass::L1dMiss => ev.contains(Event::L1dRefill),
+            EventClass::LlcAccess => ev.contains(Event::LlcAccess),
+            EventClass::LlcMiss => ev.contains(Event::LlcMiss),
+            EventClass::TlbAccess => ev.contains(Event::TlbAccess),
+            EventClass::TlbWalk => ev.contains(Event::TlbWalk),
+            EventClass::BranchMiss => ev.contains(Event::Mispredicted),
+            EventClass::Remote => {
+                ev.contains(Event::RemoteAccess) || ds.is_some_and(|d| d.is_remote())
+            }
+            EventClass::PeerSnoop => ds.is_some_and(|d| d.is_peer_snoop()),
+            EventClass::Dram => matches!(ds, Some(DataSource::Dram | DataSource::RemoteDram)),
+        }
+    }
+}
+
+/// Sample selection. Empty lists select everything.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub pids: Vec<u32>,
+    pub tids: Vec<u32>,
+    pub cpus: Vec<u32>,
+    /// Seconds since the first sample of the recording: [from, to).
+    pub time_range_s: Option<(f64, f64)>,
+    /// Code addresses [from, to).
+    pub pc_range: Option<(u64, u64)>,
+    pub event: Option<EventClass>,
+    /// Only these (pid, PC) pairs (how `--symbol` is applied after a first pass).
+    pub pcs: Option<HashSet<(Option<u32>, u64)>>,
+}
+
+impl Filter {
+    /// Human-readable description, for the report header.
+    pub fn describe(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let list = |x: &[u32]| {
+            x.iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        if !self.pids.is_empty() {
+            v.push(format!("pid {}", list(&self.pids)));
+        }
+        if !self.tids.is_empty() {
+            v.push(format!("tid {}", list(&self.tids)));
+        }
+        if !self.cpus.is_empty() {
+            v.push(format!("cpu {}", list(&self.cpus)));
+        }
+        if let Some((a, b)) = self.time_range_s {
+            v.push(format!("time {a}s..{b}s"));
+        }
+        if let Some((a, b)) = self.pc_range {
+            v.push(format!("pc {a:#x}..{b:#x}"));
+        }
+        if let Some(e) = self.event {
+            v.push(format!("event {}", e.name()));
+        }
+        v
+    }
+}
+
+/// How big the tables and the timeline get.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportLimits {
+    pub hotspot_rows: usize,
+    pub object_rows: usize,
+    pub timeline_points: usize,
+    /// Bucket width of the latency histograms (cycles).
+    pub histogram_bucket: u16,
+}
+
+impl Default for ReportLimits {
+    fn default() -> Self {
+        ReportLimits {
+            hotspot_rows: 50,
+            object_rows: 50,
+            timeline_points: 20_000,
+            histogram_bucket: 10,
+        }
+    }
+}
+
+/// Key of an object aggregate: the object's identity (pointer) within the shared table.
+type ObjKey = usize;
+
+/// A memory access kept for the timeline (before objects are numbered).
+#[derive(Clone, Copy, Debug)]
+struct RawPoint {
+    time_ns: u64,
+    address: u64,
+    object: Option<ObjKey>,
+    store: bool,
+    source: Option<DataSource>,
+    total_latency: Option<u16>,
+}
+
+/// Source-line aggregates: (function, file, line) -> (a location of it, counts).
+type LineAggs = HashMap<(String, Option<Arc<str>>, Option<u32>), (Arc<CodeLocation>, Agg)>;
+
+/// Accumulates samples (pass 1); see the module docs.
+pub struct ProfileBuilder<'a> {
+    interp: &'a Interpretation,
+    objects: &'a DataObjects,
+    filter: Filter,
+    limits: ReportLimits,
+    first_time_ns: Option<u64>,
+    last_time_ns: Option<u64>,
+    decoded: u64,
+    totals: Agg,
+    per_pc: HashMap<(Option<u32>, u64), Agg>,
+    per_object: HashMap<ObjKey, (Arc<DataObject>, Agg)>,
+    per_source: Vec<(DataSource, Agg)>,
+    per_thread: HashMap<(Option<u32>, Option<u32>), u64>,
+    per_cpu: HashMap<Option<u32>, u64>,
+    timeline: Vec<RawPoint>,
+    timeline_population: u64,
+    rng: Rng,
+}
+
+impl<'a> ProfileBuilder<'a> {
+    pub fn new(
+        interp: &'a Interpretation,
+        objects: &'a DataObjects,
+        filter: Filter,
+        limits: ReportLimits,
+    ) -> Self {
+        ProfileBuilder {
+            interp,
+            objects,
+            filter,
+            limits,
+            first_time_ns: None,
+            last_time_ns: None,
+            decoded: 0,
+            totals: Agg::default(),
+            per_pc: HashMap::new(),
+            per_object: HashMap::new(),
+            per_source: Vec::new(),
+            per_thread: HashMap::new(),
+            per_cpu: HashMap::new(),
+            timeline: Vec::new(),
+            timeline_population: 0,
+            rng: Rng::new(0x5e1c),
+        }
+    }
+
+    fn accepts(
+        &self,
+        s: &SpeSample,
+        kind: OpKind,
+        ds: Option<DataSource>,
+        pc: Option<u64>,
+    ) -> bool {
+        let f = &self.filter;
+        let in_list =
+            |list: &[u32], v: Option<u32>| list.is_empty() || v.is_some_and(|v| list.contains(&v));
+        if !in_list(&f.pids, s.pid) || !in_list(&f.tids, s.tid) || !in_list(&f.cpus, s.cpu) {
+            return false;
+        }
+        if let Some((a, b)) = f.time_range_s {
+            let (Some(t), Some(t0)) = (s.time_ns, self.first_time_ns) else {
+                return false;
+            };
+            let rel = (t - t0) as f64 * 1e-9;
+            if rel < a || rel >= b {
+                return false;
+            }
+        }
+        if let Some((a, b)) = f.pc_range {
+            if !pc.is_some_and(|p| a <= p && p < b) {
+                return false;
+            }
+        }
+        if let Some(set) = &f.pcs {
+            if !pc.is_some_and(|p| set.contains(&(s.pid, p))) {
+                return false;
+            }
+        }
+        f.event.is_none_or(|e| e.accepts(s, kind, ds))
+    }
+
+    /// Adds one decoded sample (samples arrive in time order).
+    pub fn add(&mut self, s: &SpeSample) {
+        self.decoded += 1;
+        if let Some(t) = s.time_ns {
+            self.first_time_ns.get_or_insert(t);
+            self.last_time_ns = Some(self.last_time_ns.map_or(t, |l| l.max(t)));
+        }
+        let r = &s.record;
+        let kind = OpKind::of(r);
+        let ds = match kind {
+            OpKind::Load => self
+                .interp
+                .for_cpu(s.cpu)
+                .data_source
+                .resolve(r.data_source, r.events)
+                .map(|(d, _)| d),
+            _ => None,
+        };
+        let pc = r.pc.map(|p| p.va());
+        if !self.accepts(s, kind, ds, pc) {
+            return;
+        }
+        self.totals.add(r, kind, ds);
+        if let Some(pc) = pc {
+            self.per_pc.entry((s.pid, pc)).or_default().add(r, kind, ds);
+        }
+        if let Some(d) = ds {
+            match self.per_source.iter_mut().find(|(x, _)| *x == d) {
+                Some((_, a)) => a.add(r, kind, ds),
+                None => {
+                    let mut a = Agg::default();
+                    a.add(r, kind, ds);
+                    self.per_source.push((d, a));
+                }
+            }
+        }
+        *self.per_thread.entry((s.pid, s.tid)).or_default() += 1;
+        *self.per_cpu.entry(s.cpu).or_default() += 1;
+        if matches!(kind, OpKind::Load | OpKind::Store) {
+            if let Some(va) = r.data_va.map(|a| a.va()) {
+                let obj = self.objects.resolve(s.pid, va, s.time_ns);
+                let key = obj.map(|o| Arc::as_ptr(o) as usize);
+                if let (Some(o), Some(k)) = (obj, key) {
+                    self.per_object
+                        .entry(k)
+                        .or_insert_with(|| (o.clone(), Agg::default()))
+                        .1
+                        .add(r, kind, ds);
+                }
+                if let Some(t) = s.time_ns {
+                    // Reservoir sampling (algorithm R): a uniform sample of the population.
+                    self.timeline_population += 1;
+                    let point = RawPoint {
+                        time_ns: t,
+                        address: va,
+                        object: key,
+                        store: kind == OpKind::Store,
+                        source: ds,
+                        total_latency: r.total_latency_cycles,
+                    };
+                    if self.timeline.len() < self.limits.timeline_points {
+                        self.timeline.push(point);
+                    } else {
+                        let j = self.rng.below(self.timeline_population);
+                        if (j as usize) < self.timeline.len() {
+                            self.timeline[j as usize] = point;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The unique PCs seen so far (for `--symbol`: symbolize, then filter in a second pass).
+    pub fn pcs(&self) -> impl Iterator<Item = (Option<u32>, u64)> + '_ {
+        self.per_pc.keys().copied()
+    }
+
+    /// Symbolizes the unique PCs and assembles the report.
+    pub fn finish(
+        self,
+        spaces: &AddressSpaces,
+        symbolizer: &mut CodeSymbolizer,
+        thread_names: &HashMap<u32, String>,
+        mut recording: RecordingInfo,
+    ) -> Report {
+        let selected = self.totals.samples;
+        let group = |a: &Agg| group_stats(a, selected);
+        // Symbolize every unique PC in one batch.
+        let pcs: Vec<(Option<u32>, u64)> = self.per_pc.keys().copied().collect();
+        let mut requests = Vec::new();
+        let mut request_of = Vec::with_capacity(pcs.len());
+        for (pid, pc) in &pcs {
+            match spaces.lookup(*pid, *pc, None) {
+                Some(m) => {
+                    request_of.push(Some(requests.len()));
+                    requests.push((m.clone(), *pc));
+                }
+                None => request_of.push(None),
+            }
+        }
+        let locations = symbolizer.symbolize(&requests);
+        let unknown = Arc::new(CodeLocation {
+            dso: Arc::from("[unknown]"),
+            ..Default::default()
+        });
+        let loc_of = |i: usize| {
+            request_of[i]
+                .map(|r| locations[r].clone())
+                .unwrap_or_else(|| unknown.clone())
+        };
+
+        let mut functions: HashMap<(Arc<str>, String), Agg> = HashMap::new();
+        let mut lines: LineAggs = HashMap::new();
+        let mut dsos: HashMap<Arc<str>, Agg> = HashMap::new();
+        let mut instructions: Vec<Hotspot> = Vec::new();
+        for (i, key) in pcs.iter().enumerate() {
+            let agg = &self.per_pc[key];
+            let loc = loc_of(i);
+            let fname = loc.function_name();
+            functions
+                .entry((loc.dso.clone(), fname.clone()))
+                .or_default()
+                .merge(agg);
+            lines
+                .entry((fname.clone(), loc.file.clone(), loc.line))
+                .or_insert_with(|| (loc.clone(), Agg::default()))
+                .1
+                .merge(agg);
+            dsos.entry(loc.dso.clone()).or_default().merge(agg);
+            instructions.push(Hotspot {
+                key: match loc.function_offset {
+                    Some(o) => format!("{fname}+{o:#x}"),
+                    None => format!("{:#x}", key.1),
+                },
+                dso: Some(loc.dso.to_string()),
+                function: loc.function.as_ref().map(|f| f.to_string()),
+                file: loc.file.as_ref().map(|f| f.to_string()),
+                line: loc.line,
+                address: Some(key.1),
+                function_offset: loc.function_offset,
+                stats: group(agg),
+            });
+        }
+        let n = self.limits.hotspot_rows;
+        let top = |mut v: Vec<Hotspot>| {
+            v.sort_by(|a, b| {
+                b.stats
+                    .samples
+                    .cmp(&a.stats.samples)
+                    .then_with(|| a.key.cmp(&b.key))
+            });
+            v.truncate(n);
+            v
+        };
+        let hotspots = Hotspots {
+            functions: top(functions
+                .iter()
+                .map(|((dso, f), a)| Hotspot {
+                    key: f.clone(),
+                    dso: Some(dso.to_string()),
+                    function: Some(f.clone()),
+                    file: None,
+                    line: None,
+                    address: None,
+                    function_offset: None,
+                    stats: group(a),
+                })
+                .collect()),
+            lines: top(lines
+                .iter()
+                .map(|((f, file, line), (loc, a))| Hotspot {
+                    key: match (file, line) {
+                        (Some(file), Some(line)) => format!("{}:{line}", short_name(file)),
+                        _ => format!("{f} (no line info)"),
+                    },
+                    dso: Some(loc.dso.to_string()),
+                    function: Some(f.clone()),
+                    file: file.as_ref().map(|x| x.to_string()),
+                    line: *line,
+                    address: None,
+                    function_offset: None,
+                    stats: group(a),
+                })
+                .collect()),
+            instructions: top(instructions),
+            dsos: top(dsos
+                .iter()
+                .map(|(d, a)| Hotspot {
+                    key: d.to_string(),
+                    dso: Some(d.to_string()),
+                    function: None,
+                    file: None,
+                    line: None,
+                    address: None,
+                    function_offset: None,
+                    stats: group(a),
+                })
+                .collect()),
+        };
+
+        // Data sources, ordered nearest first.
+        let mut per_source = self.per_source;
+        per_source.sort_by_key(|(d, _)| *d);
+        let sourced: u64 = per_source.iter().map(|(_, a)| a.loads).sum();
+        let data_sources = per_source
+            .iter()
+            .map(|(d, a)| DataSourceRow {
+                source: d.to_string(),
+                loads: a.loads,
+                share: ratio(a.loads, sourced),
+                total: summary(&a.load_total),
+                issue: summary(&a.load_issue),
+                translation: summary(&a.load_xlat),
+                execution: summary(&a.load_exec),
+                total_histogram: Histogram {
+                    bucket_cycles: self.limits.histogram_bucket,
+                    buckets: a.load_total.bucketed(self.limits.histogram_bucket),
+                },
+            })
+            .collect();
+
+        // Objects, most sampled first; remember each object's row for the timeline.
+        let mut objs: Vec<(ObjKey, &(Arc<DataObject>, Agg))> =
+            self.per_object.iter().map(|(k, v)| (*k, v)).collect();
+        objs.sort_by(|a, b| {
+            b.1 .1
+                .samples
+                .cmp(&a.1 .1.samples)
+                .then_with(|| a.1 .0.name.cmp(&b.1 .0.name))
+        });
+        objs.truncate(self.limits.object_rows);
+        let object_index: HashMap<ObjKey, usize> =
+            objs.iter().enumerate().map(|(i, (k, _))| (*k, i)).collect();
+        let objects = objs
+            .iter()
+            .map(|(_, (o, a))| ObjectRow {
+                name: o.name.to_string(),
+                kind: o.kind.name().to_string(),
+                dso: o.dso.as_ref().map(|d| d.to_string()),
+                start: o.start,
+                size: o.size(),
+                stats: group(a),
+            })
+            .collect();
+
+        let mut threads: Vec<ThreadRow> = self
+            .per_thread
+            .iter()
+            .map(|((pid, tid), n)| ThreadRow {
+                pid: *pid,
+                tid: *tid,
+                name: tid.and_then(|t| thread_names.get(&t)).cloned(),
+                samples: *n,
+                share: ratio(*n, selected),
+            })
+            .collect();
+        threads.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.tid.cmp(&b.tid)));
+        let mut cpus: Vec<CpuRow> = self
+            .per_cpu
+            .iter()
+            .map(|(c, n)| CpuRow {
+                cpu: *c,
+                samples: *n,
+            })
+            .collect();
+        cpus.sort_by_key(|c| c.cpu);
+
+        let t0 = self.first_time_ns.unwrap_or(0);
+        let mut points: Vec<TimelinePoint> = self
+            .timeline
+            .iter()
+            .map(|p| TimelinePoint {
+                t_ns: p.time_ns.saturating_sub(t0),
+                address: p.address,
+                object: p.object.and_then(|k| object_index.get(&k).copied()),
+                store: p.store,
+                source: p.source.map(|d| d.to_string()),
+                total_latency: p.total_latency,
+            })
+            .collect();
+        points.sort_by_key(|p| p.t_ns);
+
+        recording.samples_decoded = self.decoded;
+        recording.samples_selected = selected;
+        recording.first_time_ns = self.first_time_ns;
+        recording.duration_ns = match (self.first_time_ns, self.last_time_ns) {
+            (Some(a), Some(b)) => b - a,
+            _ => 0,
+        };
+        recording.missing_files = symbolizer.missing_files().map(String::from).collect();
+        Report {
+            schema: SCHEMA,
+            recording,
+            filter: self.filter.describe(),
+            totals: group(&self.totals),
+            hotspots,
+            data_sources,
+            objects,
+            threads,
+            cpus,
+            phases: Vec::new(),
+            timeline: Timeline {
+                population: self.timeline_population,
+                points,
+            },
+        }
+    }
+}
+
+fn ratio(n: u64, d: u64) -> f64 {
+    if d == 0 {
+        0.0
+    } else {
+        n as f64 / d as f64
+    }
+}
+
+/// Exact summary of a latency distribution, or None when it is empty.
+pub fn summary(s: &LatencyStats) -> Option<LatencySummary> {
+    Some(LatencySummary {
+        count: s.count(),
+        mean: s.mean()?,
+        min: s.min()?,
+        p50: s.percentile(50.0)?,
+        p90: s.percentile(90.0)?,
+        p99: s.percentile(99.0)?,
+        max: s.max()?,
+    })
+}
+
+/// A group's row values; `selected` is the report's sample count (for `share`).
+pub fn group_stats(a: &Agg, selected: u64) -> GroupStats {
+    let mut sources: Vec<SourceCount> = a
+        .sources
+        .iter()
+        .map(|(d, n)| SourceCount {
+            source: d.to_string(),
+            loads: *n,
+        })
+        .collect();
+    sources.sort_by(|x, y| y.loads.cmp(&x.loads).then_with(|| x.source.cmp(&y.source)));
+    GroupStats {
+        samples: a.samples,
+        share: ratio(a.samples, selected),
+        loads: a.loads,
+        stores: a.stores,
+        branches: a.branches,
+        other: a.other,
+        mispredicts: a.mispredicts,
+        l1d_miss: a.l1d_miss,
+        llc_miss: a.llc_miss,
+        tlb_walk: a.tlb_walk,
+        remote: a.remote,
+        load_latency: summary(&a.load_total),
+        load_exec_latency: summary(&a.load_exec),
+        sources,
+    }
+}

@@ -1,0 +1,60 @@
+//! Options and setup shared by the subcommands that read SPE recordings.
+
+use anyhow::bail;
+use clap::Args;
+use spelunk_decode::StreamDesc;
+use spelunk_perf::PerfDataFile;
+use spelunk_spe::{CpuInterpretation, CpuModel, Interpretation, Midr};
+
+/// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
+#[derive(Args, Debug, Clone, Default)]
+pub struct CpuArgs {
+    /// Interpret data sources for this CPU model (e.g. neoverse-n1) instead of the recording's MIDR
+    #[arg(long, value_name = "NAME", conflicts_with = "midr")]
+    pub cpu_model: Option<String>,
+
+    /// Interpret data sources for this MIDR_EL1 value (e.g. 0x413fd0c1)
+    #[arg(long, value_name = "HEX")]
+    pub midr: Option<String>,
+}
+
+impl CpuArgs {
+    /// The MIDR the user asked for, if any.
+    pub fn midr_override(&self) -> anyhow::Result<Option<Midr>> {
+        if let Some(name) = &self.cpu_model {
+            let Some(m) = CpuModel::from_name(name) else {
+                let known: Vec<&str> = CpuModel::ALL.iter().map(|m| m.name()).collect();
+                bail!(
+                    "unknown CPU model '{name}'; known models: {}",
+                    known.join(", ")
+                );
+            };
+            return Ok(Some(m.midr()));
+        }
+        if let Some(s) = &self.midr {
+            let Some(m) = Midr::parse(s) else {
+                bail!("--midr '{s}' is not a number (expected e.g. 0x413fd0c1)")
+            };
+            return Ok(Some(m));
+        }
+        Ok(None)
+    }
+
+    /// The interpretation of every CPU of `file`: the override, else each CPU's recorded MIDR.
+    pub fn interpretation(
+        &self,
+        file: &PerfDataFile,
+        streams: &[StreamDesc],
+    ) -> anyhow::Result<Interpretation> {
+        Ok(match self.midr_override()? {
+            Some(m) => Interpretation::uniform(Some(m)),
+            None => {
+                let mut i = Interpretation::uniform(file.features.midr());
+                for cpu in streams.iter().filter_map(|s| s.cpu) {
+                    i.set_cpu(cpu, CpuInterpretation::for_midr(file.cpu_midr(cpu)));
+                }
+                i
+            }
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! The report as terminal tables. Every number comes from the [`Report`] value (the same one
+//! `--json` prints); formulas are in docs/report.md.
+
+use spelunk_analysis::model::{GroupStats, Hotspot, LatencySummary, Report};
+use std::fmt::Write as _;
+
+/// Which hotspot table to print.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HotspotsBy {
+    Function,
+    Line,
+    Instruction,
+    Dso,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    pub by: HotspotsBy,
+    /// Rows per table.
+    pub rows: usize,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        TextOptions {
+            by: HotspotsBy::Function,
+            rows: 20,
+        }
+    }
+}
+
+/// A plain text table with right-aligned numeric columns.
+struct Table {
+    header: Vec<&'static str>,
+    /// Columns aligned left (text); the others are aligned right.
+    left: Vec<bool>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(cols: &[(&'static str, bool)]) -> Table {
+        Table {
+            header: cols.iter().map(|c| c.0).collect(),
+            left: cols.iter().map(|c| c.1).collect(),
+            rows: Vec::new(),
+        }
+    }
+    fn row(&mut self, r: Vec<String>) {
+        self.rows.push(r);
+    }
+    fn render(&self, out: &mut String) {
+        let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate() {
+                if let Some(x) = w.get_mut(i) {
+                    *x = (*x).max(c.chars().count());
+                }
+            }
+        }
+        let line = |cells: Vec<&str>, out: &mut String| {
+            let mut s = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                if i > 0 {
+                    s.push_str("  ");
+                }
+                let pad = w[i].saturating_sub(c.chars().count());
+                let last = i + 1 == cells.len();
+                if self.left[i] {
+                    s.push_str(c);
+                    if !last {
+                        s.push_str(&" ".repeat(pad));
+                    }
+                } else {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(c);
+                }
+            }
+            let _ = writeln!(out, "  {}", s.trim_end());
+        };
+        line(self.header.clone(), out);
+        for r in &self.rows {
+            line(r.iter().map(|c| c.as_str()).collect(), out);
+        }
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+fn lat_mean(l: &Option<LatencySummary>) -> String {
+    l.as_ref().map_or("-".into(), |l| format!("{:.1}", l.mean))
+}
+
+fn lat_pct(l: &Option<LatencySummary>, f: fn(&LatencySummary) -> u16) -> String {
+    l.as_ref().map_or("-".into(), |l| f(l).to_string())
+}
+
+fn top_source(g: &GroupStats) -> String {
+    let total: u64 = g.sources.iter().map(|s| s.loads).sum();
+    match g.sources.first() {
+        Some(s) if total > 0 => {
+            format!("{} {:.0}%", s.source, 100.0 * s.loads as f64 / total as f64)
+        }
+        _ => "-".into(),
+    }
+}
+
+fn ns(t: u64) -> String {
+    if t >= 1_000_000_000 {
+        format!("{:.3} s", t as f64 / 1e9)
+    } else if t >= 1_000_000 {
+        format!("{:.3} ms", t as f64 / 1e6)
+    } else {
+        format!("{:.1} us", t as f64 / 1e3)
+    }
+}
+
+fn short(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, out: &mut String) {
+    let mut t = Table::new(&[
+        ("share", false),
+        ("samples", false),
+        ("loads", false),
+        ("ld lat", false),
+        ("p50", false),
+        ("p99", false),
+        ("exec", false),
+        ("L1D miss", false),
+        ("top source", true),
+        (what, true),
+        ("dso", true),
+    ]);
+    for h in rows.iter().take(n) {
+        let g = &h.stats;
+        t.row(vec![
+            pct(g.share),
+            g.samples.to_string(),
+            g.loads.to_string(),
+            lat_mean(&g.load_latency),
+            lat_pct(&g.load_latency, |l| l.p50),
+            lat_pct(&g.load_latency, |l| l.p99),
+            lat_mean(&g.load_exec_latency),
+            g.l1d_miss.to_string(),
+            top_source(g),
+            h.key.clone(),
+            h.dso.as_deref().map(short).unwrap_or("-").to_string(),
+        ]);
+    }
+    t.render(out);
+}
+
+/// Renders the report as text.
+pub fn render(r: &Report, opt: &TextOptions) -> String {
+    let mut o = String::new();
+    let rec = &r.recording;
+    let _ = writeln!(o, "spelunk report: {}", rec.file);
+    let cpu = match (&rec.cpu_model, &rec.midr) {
+        (Some(m), Some(x)) => format!("{m} (MIDR {x})"),
+        (None, Some(x)) => format!("unknown CPU (MIDR {x})"),
+        _ => "unknown CPU".into(),
+    };
+    let _ = writeln!(o, "  cpu: {cpu}; duration {}", ns(rec.duration_ns));
+    let _ = writeln!(
+        o,
+        "  samples: {} decoded, {} selected",
+        rec.samples_decoded, rec.samples_selected
+    );
+    if !r.filter.is_empty() {
+        let _ = writeln!(o, "  filter: {}", r.filter.join(", "));
+    }
+    if let Some(s) = &rec.sampling {
+        let _ = writeln!(
+            o,
+            "  sampling: requested period {}, interval applied {}{}{}",
+            s.requested_period.map_or("-".into(), |p| p.to_string()),
+            s.effective_interval
+                .map_or("unknown".into(), |p| format!("{p} operations")),
+            if s.jitter { " (jitter)" } else { "" },
+            s.note.as_ref().map_or(String::new(), |n| format!("; {n}")),
+        );
+    }
+    let l = &rec.losses;
+    let lost = [
+        (l.undecodable_bytes, "undecodable bytes"),
+        (l.dropped_records, "dropped records"),
+        (l.incomplete_records, "incomplete records"),
+        (l.truncated_packets, "truncated packets"),
+        (l.aux_truncated, "AUX buffers truncated"),
+        (l.aux_partial, "AUX buffers partial"),
+        (l.aux_collision, "AUX buffers with collisions"),
+        (l.lost_events, "PERF_RECORD_LOST"),
+    ];
+    let parts: Vec<String> = lost
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+    if parts.is_empty() && l.problems.is_empty() {
+        let _ = writeln!(o, "  losses: none");
+    } else {
+        let _ = writeln!(o, "  LOSSES: {}", parts.join(", "));
+        for p in &l.problems {
+            let _ = writeln!(o, "    {p}");
+        }
+    }
+    if !rec.missing_files.is_empty() {
+        let _ = writeln!(
+            o,
+            "  not found here (no symbols; try --symfs): {}",
+            rec.missing_files
+                .iter()
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let t = &r.totals;
+    let _ = writeln!(
+        o,
+        "  operations: {} loads, {} stores, {} branches ({} mispredicted), {} other",
+        t.loads, t.stores, t.branches, t.mispredicts, t.other
+    );
+
+    let (rows, what, title) = match opt.by {
+        HotspotsBy::Function => (&r.hotspots.functions, "function", "Hotspots by function"),
+        HotspotsBy::Line => (&r.hotspots.lines, "source line", "Hotspots by source line"),
+        HotspotsBy::Instruction => (
+            &r.hotspots.instructions,
+            "instruction",
+            "Hotspots by instruction",
+        ),
+        HotspotsBy::Dso => (&r.hotspots.dsos, "dso", "Hotspots by DSO"),
+    };
+    let _ = writeln!(
+        o,
+        "\n{title} (load latency in cycles; exec = total - issue - translation)"
+    );
+    hotspot_table(rows, opt.rows, what, &mut o);
+
+    if !r.data_sources.is_empty() {
+        let _ = writeln!(o, "\nLoads by data source (cycles: mean / p50 / p99)");
+        let mut tb = Table::new(&[
+            ("source", true),
+            ("loads", false),
+            ("share", false),
+            ("total", false),
+            ("issue", false),
+            ("translation", false),
+            ("execution", false),
+        ]);
+        let cell = |l: &Option<LatencySummary>| {
+            l.as_ref().map_or("-".into(), |l| {
+                format!("{:.1} / {} / {}", l.mean, l.p50, l.p99)
+            })
+        };
+        for d in &r.data_sources {
+            tb.row(vec![
+                d.source.clone(),
+                d.loads.to_string(),
+                pct(d.share),
+                cell(&d.total),
+                cell(&d.issue),
+                cell(&d.translation),
+                cell(&d.execution),
+            ]);
+        }
+        tb.render(&mut o);
+    }
+
+    if !r.objects.is_empty() {
+        let _ = writeln!(o, "\nData objects");
+        let mut tb = Table::new(&[
+            ("share", false),
+            ("samples", false),
+            ("loads", false),
+            ("stores", false),
+            ("ld lat", false),
+            ("top source", true),
+            ("object", true),
+            ("kind", true),
+            ("size", false),
+        ]);
+        for ob in r.objects.iter().take(opt.rows) {
+            let g = &ob.stats;
+            tb.row(vec![
+                pct(g.share),
+                g.samples.to_string(),
+                g.loads.to_string(),
+                g.stores.to_string(),
+                lat_mean(&g.load_latency),
+                top_source(g),
+                ob.name.clone(),
+                ob.kind.clone(),
+                ob.size.to_string(),
+            ]);
+        }
+        tb.render(&mut o);
+    }
+
+    if r.threads.len() > 1 {
+        let _ = writeln!(o, "\nThreads");
+        let mut tb = Table::new(&[
+            ("share", false),
+            ("samples", false),
+            ("pid", false),
+            ("tid", false),
+            ("name", true),
+        ]);
+        for th in r.threads.iter().take(opt.rows) {
+            tb.row(vec![
+                pct(th.share),
+                th.samples.to_string(),
+                th.pid.map_or("-".into(), |p| p.to_string()),
+                th.tid.map_or("-".into(), |p| p.to_string()),
+                th.name.clone().unwrap_or_default(),
+            ]);
+        }
+        tb.render(&mut o);
+    }
+    o
+}
