@@ -14,6 +14,21 @@ echo "== build the tool"
 "$root/emulator/build.sh"
 echo "== model unit tests"
 "$root/emulator/build/model_test"
+echo "== annotation header: C, C++, no runtime, a preloaded runtime, the emulator's runtime"
+tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
+cc="${CC:-gcc}"; cxx="${CXX:-g++}"
+"$cc" -std=c99 -O2 -Wall -Wextra -Werror -I"$root/include" "$root/emulator/tests/annotate_test.c" -o "$tmp/at"
+"$cc" -shared -fPIC -O2 -Wall -Wextra -Werror "$root/emulator/tests/fake_runtime.c" -o "$tmp/fake.so"
+if command -v "$cxx" >/dev/null; then
+  "$cxx" -std=c++11 -O2 -Wall -Wextra -Werror -I"$root/include" "$root/emulator/tests/header_cxx_test.cc" -o "$tmp/cxx"
+  "$tmp/cxx"
+fi
+[[ "$("$tmp/at")" == "runtime loaded: 0" ]] || { echo "FAIL: header without runtime"; exit 1; }
+expect=$'object data 8192\ntag static 1\nbegin outer\nbegin inner\nend inner\nend outer\nfree 1\nruntime loaded: 1'
+[[ "$(LD_PRELOAD="$tmp/fake.so" "$tmp/at")" == "$expect" ]] || { echo "FAIL: header with a preloaded runtime"; exit 1; }
+[[ "$("$root/emulator/spelunk-emu" --out="$tmp/at.emutrace" -- "$tmp/at")" == "runtime loaded: 1" ]] \
+  || { echo "FAIL: header under the emulator"; exit 1; }
+echo "ok"
 echo "== build the workloads"
 make -s -C "$root/workloads"
 echo "== trace reader and acceptance tests"

@@ -29,10 +29,10 @@
  * a timestamp; phases nest per thread; nothing is returned to the program. Later versions add
  * spelunk_abi_v2_* symbols next to these; v1 symbols are never changed or removed.
  *
- * Weak undefined references are resolved by the dynamic linker only when the program (or the
- * shared library using this header) is position-independent, which is the default of current
- * GCC and Clang on Linux (PIE). A program linked with -no-pie keeps the annotations as no-ops.
- * Define SPELUNK_DISABLE to compile every annotation out.
+ * The weak references must stay dynamic symbols so the dynamic linker can bind them: true for
+ * position-independent executables and shared libraries (the default of current GCC and Clang
+ * on Linux) and, with GNU ld, for -no-pie executables too. A static executable keeps the
+ * annotations as no-ops. Define SPELUNK_DISABLE to compile every annotation out.
  * ---------------------------------------------------------------------------------------------
  */
 #ifndef SPELUNK_H

@@ -163,7 +163,7 @@ static Bool sl_process_cmd_line_option(const HChar *arg)
 static void sl_print_usage(void)
 {
    VG_(printf)(
-      "    --out=<file>               trace file [spelunk.emutrace]\n"
+      "    --out=<file>               trace file; %%p expands to the pid [spelunk.emutrace]\n"
       "    --period=<ops>             SPE sampling interval, rounded down to a multiple of 256 [1024]\n"
       "    --jitter=yes|no            random perturbation of the interval (PMSIRR.RND) [no]\n"
       "    --filter=all|load,store,branch  SPE operation-type filter [all]\n"
@@ -212,6 +212,7 @@ typedef struct {
    Bool blocked;        /* in a system call that may block */
    ULong reg_ready[SL_NSLOTS];
    Bool announced;
+   HChar name[16];      /* as the kernel's comm: inherited at creation, set by PR_SET_NAME */
 } SlThread;
 
 static SlThread threads[SL_MAX_THREADS];
@@ -400,6 +401,18 @@ static void emit_segment_at(Addr a, SizeT len, Bool r, Bool w, Bool x)
    emit_mapping(a, len, r, w, x, off, path);
 }
 
+static void emit_thread_name(SlThread *th, const HChar *name)
+{
+   UInt n = sl_strnlen(name, 64);
+   if (!trace_enabled) return;
+   slt_begin(&trace, SLT_THREAD_NAME);
+   slt_u32(&trace, (UInt)th->os_tid);
+   slt_u32(&trace, 0);
+   slt_u64(&trace, core_ticks(sl_core(sys, th->core)));
+   slt_bytes(&trace, name, n);
+   slt_end(&trace);
+}
+
 static void emit_thread_start(SlThread *th, ThreadId tid)
 {
    SlCore *c = sl_core(sys, th->core);
@@ -414,20 +427,10 @@ static void emit_thread_start(SlThread *th, ThreadId tid)
    slt_u32(&trace, tid);
    slt_u32(&trace, 0);
    slt_end(&trace);
+   emit_thread_name(th, th->name);
    emit_counters(th, c, SLR_THREAD_START);
 }
 
-static void emit_thread_name(SlThread *th, const HChar *name)
-{
-   UInt n = sl_strnlen(name, 64);
-   if (!trace_enabled) return;
-   slt_begin(&trace, SLT_THREAD_NAME);
-   slt_u32(&trace, (UInt)th->os_tid);
-   slt_u32(&trace, 0);
-   slt_u64(&trace, core_ticks(sl_core(sys, th->core)));
-   slt_bytes(&trace, name, n);
-   slt_end(&trace);
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* threads and cores                                                                          */
@@ -457,6 +460,15 @@ static void thread_create(ThreadId tid, ThreadId parent)
    th->parent = parent;
    th->core = pick_core();
    th->quantum = (ULong)clo_switch_max * SL_TQ;
+   if (parent && parent < SL_MAX_THREADS && threads[parent].live) {
+      VG_(memcpy)(th->name, threads[parent].name, sizeof th->name);
+   } else {
+      /* the main thread is named after the executable's file name (15 bytes, as comm) */
+      const HChar *exe = VG_(args_the_exename), *b = exe;
+      for (; exe && *exe; exe++)
+         if (*exe == '/') b = exe + 1;
+      VG_(strncpy)(th->name, b ? b : "", sizeof th->name - 1);
+   }
    core_owner[th->core]++;
    n_live++;
    c = sl_core(sys, th->core);
@@ -1450,9 +1462,8 @@ static void sl_post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArg
    switch (syscallno) {
    case __NR_prctl:
       if (args[0] == 15 /* PR_SET_NAME */) {
-         HChar name[32];
-         copy_client_str(args[1], name, 17);
-         emit_thread_name(th, name);
+         copy_client_str(args[1], th->name, sizeof th->name);
+         emit_thread_name(th, th->name);
       }
       break;
    default:
@@ -1532,6 +1543,8 @@ static void sl_post_clo_init(void)
    }
    timeline_tq = (ULong)clo_timeline_us * (cfg.cpu_hz / 1000000ull) * SL_TQ;
    main_pid = VG_(getpid)();
+   /* %p (pid), %q{VAR} and %n expand as in Valgrind's --log-file */
+   clo_out = VG_(expand_file_name)("--out", clo_out);
    open_trace(clo_out);
    emit_initial_mappings();
    VG_(atfork)(sl_atfork_pre, sl_atfork_parent, sl_atfork_child);

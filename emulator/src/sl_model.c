@@ -561,9 +561,11 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
       if (cache_lookup(&s->slc, line)) {
          lvl = SL_LVL_SLC;
       } else {
+         SlLine sv, *sl;
          lvl = SL_LVL_DRAM;
          if (count_ll) c->c[SL_C_LL_CACHE_MISS_RD]++;
-         slc_insert(s, line, False);
+         sl = cache_insert(&s->slc, line, &sv);
+         sl->state = SL_E;
       }
    }
    /* seed 000 table 4.5: N1 records LLC-ACCESS and LLC-REFILL for every access served beyond
@@ -602,6 +604,17 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
       c->last_tlbe[instr]->lru = ++t->clock;
       return (c->last_tlbe[instr]->pfn << sh) | (va & ((1ull << sh) - 1));
    }
+   {
+      SlTlbEntry *e = c->utlb[instr][(vpn ^ (vpn >> 3) ^ (vpn >> 6)) & 7];
+      if (e && e->vpn == vpn + 1) {
+         /* a recently used page still in the L1 TLB: a hit */
+         SlTlb *t = instr ? &c->itlb : &c->dtlb;
+         e->lru = ++t->clock;
+         c->last_vpn[instr] = vpn;
+         c->last_tlbe[instr] = e;
+         return (e->pfn << sh) | (va & ((1ull << sh) - 1));
+      }
+   }
    if (!tlb_lookup(instr ? &c->itlb : &c->dtlb, vpn, &pfn)) {
       c->c[instr ? SL_C_L1I_TLB_REFILL : SL_C_L1D_TLB_REFILL]++;
       c->c[SL_C_L2D_TLB]++;
@@ -628,6 +641,7 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
       c->last_vpn[instr] = vpn;
       c->last_tlbe[instr] = &t->e[t->hint[(t->hint_pos - 1) & 3]];
       if (c->last_tlbe[instr]->vpn != vpn + 1) c->last_vpn[instr] = ~(Addr)0;
+      else c->utlb[instr][(vpn ^ (vpn >> 3) ^ (vpn >> 6)) & 7] = c->last_tlbe[instr];
    }
    return (pfn << sh) | (va & ((1ull << sh) - 1));
 }
@@ -669,16 +683,11 @@ static void prefetch_train(SlCore *c, Addr line, ULong t)
    UInt i;
    if (!cfg->prefetch_distance) return;
    c->stream_clock++;
-   if (c->streams[c->last_stream].page == page) {
-      st = &c->streams[c->last_stream];
-      i = c->last_stream;
-   } else for (i = 0; i < SL_NSTREAMS; i++) {
-      if (c->streams[i].page == page) { st = &c->streams[i]; break; }
-      if (c->streams[i].lru < lru->lru) lru = &c->streams[i];
-   }
-   if (!st) {
-      st = lru;
-      c->last_stream = (UInt)(st - c->streams);
+   /* streams are tracked in a direct-mapped table indexed by the 4 KB region */
+   st = &c->streams[(page ^ (page >> 4)) & (SL_NSTREAMS - 1)];
+   (void)lru;
+   (void)i;
+   if (st->page != page) {
       st->page = page;
       st->last = (Long)line;
       st->next = (Long)line + 1;
@@ -688,7 +697,6 @@ static void prefetch_train(SlCore *c, Addr line, ULong t)
       return;
    }
    st->lru = c->stream_clock;
-   c->last_stream = (UInt)(st - c->streams);
    d = (Long)line - st->last;
    if (d == 0) return;
    if (d == 1 || d == -1) {
@@ -905,7 +913,7 @@ ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
    c->c[m->store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
    Imem = I + (ULong)xlat * SL_TQ;
 
-   l = c->l1_last;
+   l = c->l1_recent[(line ^ (line >> 4) ^ (line >> 9)) & 15];
    if (l && l->tag == line + 1) l->lru = ++c->l1d.clock;
    else l = cache_lookup(&c->l1d, line);
    if (l) {
@@ -942,7 +950,7 @@ ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
       }
       prefetch_train(c, line, I);
    }
-   c->l1_last = l; /* validated by its tag on the next access */
+   c->l1_recent[(line ^ (line >> 4) ^ (line >> 9)) & 15] = l; /* validated by tag on use */
 
    if (m->store) {
       /* stores retire from the store buffer; the line fill drains in the background */

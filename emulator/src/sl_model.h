@@ -222,11 +222,15 @@ struct SlCore {
    Bool active;
    SlCache l1d, l1i, l2;
    SlLine *l1_last; /* the L1D line of the previous access (validated by tag) */
+   SlLine *l1_recent[16]; /* recently used L1D lines by line address (validated by tag) */
    SlLine *i_last;  /* the L1I line of the previous fetch */
    Addr i_last_line, i_last_va;
    SlTlb dtlb, itlb, stlb;
    Addr last_vpn[2];          /* page of the previous data [0] / instruction [1] access */
    SlTlbEntry *last_tlbe[2];  /* its L1 TLB entry (validated by vpn) */
+   /* recently used L1 TLB entries by page (validated by vpn): a lookup shortcut only, the
+    * entries' LRU stamps are updated as for any hit */
+   SlTlbEntry *utlb[2][8];
    /* timing */
    ULong t;         /* dispatch time of the next op (tq) */
    ULong last_retire;
