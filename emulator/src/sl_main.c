@@ -622,11 +622,15 @@ static Addr obj_lo = ~(Addr)0, obj_hi;
 
 static void object_account(Addr a, UInt size, Bool store, SlLevel lvl)
 {
-   UInt i;
+   static UInt last;
+   UInt i, k;
    if (a < obj_lo || a >= obj_hi) return;
-   for (i = 0; i < n_objects; i++) {
-      SlObject *o = &objects[i];
+   for (k = 0; k < n_objects; k++) {
+      SlObject *o;
+      i = (last + k) % n_objects; /* start with the object hit last */
+      o = &objects[i];
       if (!o->freed && a >= o->start && a < o->end) {
+         last = i;
          if (store) { o->stores++; o->store_bytes += size; }
          else { o->loads++; o->load_bytes += size; }
          if (lvl != SL_LVL_L1D) o->l1d_misses++;
@@ -1031,7 +1035,13 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
 
    if (gWordTy != Ity_I64 || hWordTy != Ity_I64) VG_(tool_panic)("spelunk: 64-bit guests only");
 
-   VG_(memset)(&ins, 0, offsetof(SlInstr, tmask));
+   /* reset the builder (the arrays are filled up to their counts) */
+   ins.n_items = ins.n_exits = ins.n_alu = ins.n_wb = ins.n_lines = 0;
+   ins.n_slots = ins.n_ldslots = ins.n_insns = 0;
+   ins.n_mem = 0;
+   ins.compute = ins.alu_done = ins.is_last = False;
+   ins.klass = 0;
+   ins.out_deps = 0;
    ins.pc = 0;
    ins.tmask = VG_(calloc)("spelunk.tmask", sbIn->tyenv->types_used + 64, sizeof(SlDeps));
    ins.tarith = VG_(calloc)("spelunk.tarith", sbIn->tyenv->types_used + 64, 1);
@@ -1516,6 +1526,18 @@ static void sl_atfork_child(ThreadId tid)
    SlThread *th;
    if (trace.fd >= 0) VG_(close)(trace.fd);
    main_pid = VG_(getpid)();
+   {
+      /* the new process's counters start at zero (its caches keep the parent's contents) */
+      UInt i;
+      for (i = 0; i < sys->n_cores_alloc; i++) {
+         SlCore *c = sys->cores[i];
+         if (!c) continue;
+         VG_(memset)(c->c, 0, sizeof c->c);
+         c->c[SL_T_IDLE_TQ] = c->t;
+         c->next_sample -= c->pop;
+         c->pop = 0;
+      }
+   }
    VG_(snprintf)(child_path, sizeof child_path, "%s.%d", clo_out, main_pid);
    open_trace(child_path);
    emit_initial_mappings();
