@@ -50,9 +50,10 @@ struct Run {
 }
 
 fn emulate(tag: &str, opts: &[&str], prog: &Path, args: &[&str]) -> Run {
-    let dir = std::env::temp_dir().join(format!("spelunk-emu-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let out = dir.join(format!("{tag}.emutrace"));
+    let out = std::env::temp_dir().join(format!(
+        "spelunk-emu-test-{}-{tag}.emutrace",
+        std::process::id()
+    ));
     let (emu, _) = setup().expect("setup checked by the caller");
     let mut cmd = Command::new(emu);
     cmd.arg(format!("--out={}", out.display()));
@@ -484,9 +485,10 @@ fn stride_benchmark_is_backend_bound_with_dependent_loads() {
 #[test]
 fn program_output_and_exit_status_pass_through() {
     let Some((emu, _)) = setup() else { return };
-    let dir = std::env::temp_dir().join(format!("spelunk-emu-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let out = dir.join("sh.emutrace");
+    let out = std::env::temp_dir().join(format!(
+        "spelunk-emu-test-{}-sh.emutrace",
+        std::process::id()
+    ));
     let o = Command::new(emu)
         .arg(format!("--out={}", out.display()))
         .args(["--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"])
