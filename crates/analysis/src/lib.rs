@@ -4,11 +4,13 @@
 
 pub mod agg;
 pub mod context;
+pub mod disasm;
 pub mod elf;
 pub mod estimate;
 pub mod maps;
 pub mod model;
 pub mod objects;
 pub mod profile;
+pub mod select;
 pub mod stats;
 pub mod symbolize;

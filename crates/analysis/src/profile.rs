@@ -139,6 +139,45 @@ impl Filter {
         }
         v
     }
+
+    /// Whether sample `s` (an operation of `kind`, a load served by `ds`, at `pc`) is selected.
+    /// `first_time_ns` is the time of the recording's first decoded sample (time ranges are
+    /// relative to it).
+    pub fn accepts(
+        &self,
+        s: &SpeSample,
+        kind: OpKind,
+        ds: Option<DataSource>,
+        pc: Option<u64>,
+        first_time_ns: Option<u64>,
+    ) -> bool {
+        let in_list =
+            |list: &[u32], v: Option<u32>| list.is_empty() || v.is_some_and(|v| list.contains(&v));
+        if !in_list(&self.pids, s.pid) || !in_list(&self.tids, s.tid) || !in_list(&self.cpus, s.cpu)
+        {
+            return false;
+        }
+        if let Some((a, b)) = self.time_range_s {
+            let (Some(t), Some(t0)) = (s.time_ns, first_time_ns) else {
+                return false;
+            };
+            let rel = t.saturating_sub(t0) as f64 * 1e-9;
+            if rel < a || rel >= b {
+                return false;
+            }
+        }
+        if let Some((a, b)) = self.pc_range {
+            if !pc.is_some_and(|p| a <= p && p < b) {
+                return false;
+            }
+        }
+        if let Some(set) = &self.pcs {
+            if !pc.is_some_and(|p| set.contains(&(s.pid, p))) {
+                return false;
+            }
+        }
+        self.event.is_none_or(|e| e.accepts(s, kind, ds))
+    }
 }
 
 /// How big the tables and the timeline get.
@@ -233,32 +272,7 @@ impl<'a> ProfileBuilder<'a> {
         ds: Option<DataSource>,
         pc: Option<u64>,
     ) -> bool {
-        let f = &self.filter;
-        let in_list =
-            |list: &[u32], v: Option<u32>| list.is_empty() || v.is_some_and(|v| list.contains(&v));
-        if !in_list(&f.pids, s.pid) || !in_list(&f.tids, s.tid) || !in_list(&f.cpus, s.cpu) {
-            return false;
-        }
-        if let Some((a, b)) = f.time_range_s {
-            let (Some(t), Some(t0)) = (s.time_ns, self.first_time_ns) else {
-                return false;
-            };
-            let rel = (t - t0) as f64 * 1e-9;
-            if rel < a || rel >= b {
-                return false;
-            }
-        }
-        if let Some((a, b)) = f.pc_range {
-            if !pc.is_some_and(|p| a <= p && p < b) {
-                return false;
-            }
-        }
-        if let Some(set) = &f.pcs {
-            if !pc.is_some_and(|p| set.contains(&(s.pid, p))) {
-                return false;
-            }
-        }
-        f.event.is_none_or(|e| e.accepts(s, kind, ds))
+        self.filter.accepts(s, kind, ds, pc, self.first_time_ns)
     }
 
     /// Adds one decoded sample (samples arrive in time order).

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 mod common;
 mod decode;
+mod estimate;
 mod progress;
+mod recording;
 mod report;
 mod topdown;
 
@@ -22,6 +24,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Decode(decode::DecodeArgs),
+    Estimate(estimate::EstimateArgs),
     Report(report::ReportArgs),
     Topdown(topdown::TopdownArgs),
 }
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Decode(args) => decode::run(args),
+        Command::Estimate(args) => estimate::run(args),
         Command::Report(args) => report::run(args),
         Command::Topdown(args) => topdown::run(args),
     };

@@ -1,0 +1,185 @@
+//! Opening an SPE recording and selecting its samples, for the commands that stream samples
+//! themselves (annotate, estimate, c2c, diff). The steps are the ones `spelunk report` takes:
+//! index the perf.data, plan the decode, interpret each CPU's data sources, rebuild the
+//! processes' address spaces; the filter options mean the same as report's.
+
+use anyhow::{bail, Context};
+use clap::Args;
+use spelunk_analysis::context::RecordingContext;
+use spelunk_analysis::model::Losses;
+use spelunk_analysis::profile::{EventClass, Filter};
+use spelunk_analysis::symbolize::CodeSymbolizer;
+use spelunk_decode::{plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError};
+use spelunk_perf::PerfDataFile;
+use spelunk_spe::{DecodeStats, Interpretation, SpeSample};
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::common::CpuArgs;
+
+/// Sample filters (the same as `spelunk report`'s).
+#[derive(Args, Debug, Clone, Default)]
+pub struct FilterArgs {
+    /// Only samples of this event class (load, store, memory, branch, l1d-miss, llc-miss,
+    /// tlb-walk, branch-miss, remote, peer, dram, ...)
+    #[arg(long, value_name = "CLASS")]
+    pub event: Option<String>,
+
+    /// Only these processes (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<u32>,
+
+    /// Only these threads (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    pub tid: Vec<u32>,
+
+    /// Only samples from these CPUs (comma-separated)
+    #[arg(long = "cpu", value_delimiter = ',')]
+    pub cpus: Vec<u32>,
+
+    /// Only samples in [FROM,TO) seconds since the first sample (e.g. 0.5,1.25)
+    #[arg(long, value_name = "FROM,TO")]
+    pub time_range: Option<String>,
+}
+
+/// A number in decimal or 0x-hex.
+pub fn parse_u64(s: &str) -> Option<u64> {
+    let s = s.trim().replace('_', "");
+    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16).ok(),
+        None => s.parse().ok(),
+    }
+}
+
+/// `FROM,TO` parsed with `parse`.
+pub fn pair<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow::Result<(T, T)> {
+    let Some((a, b)) = s.split_once(',') else {
+        bail!("{what} '{s}': expected FROM,TO")
+    };
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => Ok((a, b)),
+        _ => bail!("{what} '{s}': expected two numbers FROM,TO"),
+    }
+}
+
+/// A `--pc-range FROM,TO` value.
+pub fn pc_range(s: &str) -> anyhow::Result<(u64, u64)> {
+    let (a, b) = pair(s, "--pc-range", parse_u64)?;
+    if a >= b {
+        bail!("--pc-range '{s}': FROM must be below TO");
+    }
+    Ok((a, b))
+}
+
+impl FilterArgs {
+    pub fn filter(&self) -> anyhow::Result<Filter> {
+        let event = match &self.event {
+            Some(e) => Some(EventClass::parse(e).ok_or_else(|| {
+                let known: Vec<&str> = EventClass::ALL.iter().map(|(n, _)| *n).collect();
+                anyhow::anyhow!("unknown event class '{e}'; known: {}", known.join(", "))
+            })?),
+            None => None,
+        };
+        Ok(Filter {
+            pids: self.pid.clone(),
+            tids: self.tid.clone(),
+            cpus: self.cpus.clone(),
+            time_range_s: self
+                .time_range
+                .as_deref()
+                .map(|s| pair(s, "--time-range", |x| x.trim().parse::<f64>().ok()))
+                .transpose()?,
+            pc_range: None,
+            event,
+            pcs: None,
+        })
+    }
+}
+
+/// An opened recording, ready to decode.
+pub struct Recording {
+    pub file: PerfDataFile,
+    pub plan: DecodePlan,
+    /// What the container says was lost (see [`Recording::losses`]).
+    container: ContainerLosses,
+    pub interp: Interpretation,
+    pub ctx: RecordingContext,
+}
+
+impl Recording {
+    pub fn open(path: &Path, cpu: &CpuArgs) -> anyhow::Result<Recording> {
+        let file = PerfDataFile::open_spe(path)
+            .with_context(|| format!("{}: cannot open as an SPE recording", path.display()))?;
+        let (plan, container) = plan_from_perf(&file);
+        let interp = cpu.interpretation(&file, &plan.streams)?;
+        let ctx = RecordingContext::from_perf(&file);
+        Ok(Recording {
+            file,
+            plan,
+            container,
+            interp,
+            ctx,
+        })
+    }
+
+    pub fn path(&self) -> &str {
+        self.file.path()
+    }
+
+    /// Decodes every sample in time order, feeding each to `f`.
+    pub fn decode(&self, mut f: impl FnMut(&SpeSample)) -> anyhow::Result<DecodeStats> {
+        let outcome =
+            spelunk_decode::decode(&self.file, &self.plan, &DecodeOptions::default(), |s| {
+                f(s);
+                Ok::<(), std::convert::Infallible>(())
+            });
+        match outcome {
+            Ok(o) => Ok(o.stats),
+            Err(PipelineError::Sink(never)) => match never {},
+            Err(e) => Err(e).with_context(|| format!("{}: decoding", self.file.path())),
+        }
+    }
+
+    /// Everything lost on the way (as `spelunk report` lists it).
+    pub fn losses(&self, stats: &DecodeStats) -> Losses {
+        let c = &self.container;
+        Losses {
+            undecodable_bytes: stats.bad_bytes,
+            dropped_records: stats.dropped_records,
+            incomplete_records: stats.incomplete_records,
+            truncated_packets: stats.truncated_packets,
+            aux_truncated: c.aux_truncated,
+            aux_partial: c.aux_partial,
+            aux_collision: c.aux_collision,
+            lost_events: c.lost_events,
+            lost_records: c.lost_records,
+            problems: c.problems.clone(),
+        }
+    }
+
+    /// The (pid, PC) pairs of `pcs` that symbolize to a function named `name`.
+    pub fn pcs_in_function(
+        &self,
+        symbolizer: &mut CodeSymbolizer,
+        pcs: impl IntoIterator<Item = (Option<u32>, u64)>,
+        name: &str,
+    ) -> HashSet<(Option<u32>, u64)> {
+        let requests: Vec<_> = pcs
+            .into_iter()
+            .filter_map(|(pid, pc)| {
+                self.ctx
+                    .spaces
+                    .lookup(pid, pc, None)
+                    .map(|m| ((pid, pc), (m.clone(), pc)))
+            })
+            .collect();
+        let locs =
+            symbolizer.symbolize(&requests.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>());
+        requests
+            .iter()
+            .zip(locs)
+            .filter(|(_, l)| l.function.as_deref() == Some(name))
+            .map(|((k, _), _)| *k)
+            .collect()
+    }
+}
