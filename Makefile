@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps demo test build fmt-check clippy unit python cross fuzz-smoke bench
+.PHONY: help deps demo test build fmt-check clippy unit python browser cross fuzz-smoke bench
 
 help:
 	@echo "make demo   decode a real SPE buffer and a synthetic N1 recording, print summaries"
@@ -33,6 +33,13 @@ python: build
 	@scripts/ensure-deps.sh python
 	cd tests/python && python3 -m pytest -q
 
+# The HTML report in headless Chromium (Debian's chromium driven by playwright-core from npm;
+# no browser download): figures equal the JSON's, no request, no console error; screenshots
+# under target/tmp/html-report/browser/.
+browser:
+	@scripts/ensure-deps.sh browser
+	SPELUNK_BROWSER_TEST=1 $(CARGO) test --locked -p spelunk --test html_report html_report_in_headless_chromium -- --nocapture
+
 # Cross-build for aarch64 and run the decoder tests under qemu-aarch64.
 cross:
 	scripts/cross-test-aarch64.sh
@@ -45,4 +52,4 @@ fuzz-smoke:
 bench:
 	$(CARGO) bench --locked -p spelunk-spe --bench decode
 
-test: deps fmt-check clippy unit python cross fuzz-smoke
+test: deps fmt-check clippy unit python browser cross fuzz-smoke

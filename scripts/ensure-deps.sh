@@ -5,6 +5,8 @@
 #   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
 #   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest (the Python tests read our Parquet)
+#   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
+#                                       HTML report test (tests/browser); never downloads a browser
 set -euo pipefail
 
 want_apt=()
@@ -25,6 +27,11 @@ for mode in "$@"; do
           pyarrow pandas pytest \
           || { echo "spelunk's Python tests need: python3 -m pip install pyarrow pandas pytest" >&2; exit 1; }
       fi
+      ;;
+    browser)
+      [ -x /usr/bin/chromium ] || want_apt+=(chromium fonts-liberation)
+      need_cmd node || want_apt+=(nodejs)
+      need_cmd npm || want_apt+=(npm)
       ;;
     fuzz|core|"") ;;
     *) echo "ensure-deps: unknown mode '$mode'" >&2; exit 2 ;;
@@ -59,3 +66,17 @@ if need_cmd rustup; then
     esac
   done
 fi
+
+# playwright-core (pinned in tests/browser/package-lock.json) drives /usr/bin/chromium; it has no
+# install scripts and never fetches a browser of its own.
+browser_dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+for mode in "$@"; do
+  if [ "$mode" = browser ] && ! node -e "const d='$browser_dir/'; process.exit(
+      require(d + 'node_modules/playwright-core/package.json').version ===
+      require(d + 'package.json').devDependencies['playwright-core'] ? 0 : 1)" 2>/dev/null; then
+    echo "ensure-deps: installing playwright-core (npm ci in tests/browser)"
+    (cd "$browser_dir" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+      npm ci --no-audit --no-fund --loglevel=error) \
+      || { echo "spelunk's browser test needs: (cd tests/browser && npm ci)" >&2; exit 1; }
+  fi
+done

@@ -1,5 +1,5 @@
 //! `spelunk report`: hotspots, memory latency by data source, data objects and threads from an
-//! SPE recording, in the terminal or as JSON. Wiring only: the analysis is spelunk-analysis.
+//! SPE recording, in the terminal, as JSON or as an HTML page. Wiring only: the analysis is spelunk-analysis.
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
@@ -10,10 +10,11 @@ use spelunk_analysis::profile::{EventClass, Filter, ProfileBuilder, ReportLimits
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_decode::{plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError};
 use spelunk_perf::PerfDataFile;
+use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
 use spelunk_spe::{DecodeStats, Interpretation};
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::common::CpuArgs;
@@ -40,6 +41,8 @@ Examples:
   spelunk report perf.data --symbol triad --by instruction
   spelunk report perf.data --time-range 0.5,1.0 --tid 4243
   spelunk report perf.data --json > report.json
+  spelunk report perf.data --html report.html  # one self-contained page, opens offline
+  spelunk report perf.data --html report.html --topdown topdown.json
 
 Event classes for --event: load, store, memory, branch, l1d-access, l1d-miss, llc-access,
 llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by another core's
@@ -51,6 +54,14 @@ pub struct ReportArgs {
     /// Print the report as JSON (schema spelunk-report/1) instead of tables
     #[arg(long)]
     pub json: bool,
+
+    /// Write the report as one self-contained HTML page to FILE (opens offline; docs/report.md)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// With --html: add a top-down section from FILE, the output of `spelunk topdown --json`
+    #[arg(long, value_name = "FILE", requires = "html")]
+    pub topdown: Option<PathBuf>,
 
     /// Hotspot table to show
     #[arg(long, value_enum, default_value = "function")]
@@ -228,7 +239,27 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     Ok(builder.finish(&ctx.spaces, &mut symbolizer, &ctx.thread_names, info))
 }
 
+/// Reads the output of `spelunk topdown --json` for the HTML page.
+fn read_topdown(path: &Path) -> anyhow::Result<Topdown> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading top-down results {}", path.display()))?;
+    Ok(Topdown::from_json(&text, &path.display().to_string())?)
+}
+
+/// Writes the HTML page (with top-down results, when given) to `out`.
+fn write_html(report: &Report, topdown: Option<&Topdown>, out: &Path) -> anyhow::Result<()> {
+    let page = render_html(report, topdown)?;
+    std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+    eprintln!(
+        "spelunk report: wrote {} ({} samples; open it in a browser, it needs no network)",
+        out.display(),
+        report.recording.samples_selected
+    );
+    Ok(())
+}
+
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let topdown = args.topdown.as_deref().map(read_topdown).transpose()?;
     let report = build_report(&args)?;
     if report.recording.samples_selected == 0 {
         let why = if report.filter.is_empty() {
@@ -242,10 +273,13 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             report.recording.samples_decoded
         );
     }
+    if let Some(out) = &args.html {
+        write_html(&report, topdown.as_ref(), out)?;
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
         println!("{text}");
-    } else {
+    } else if args.html.is_none() {
         let by = match args.by {
             By::Function => HotspotsBy::Function,
             By::Line => HotspotsBy::Line,

@@ -2,6 +2,7 @@
 //! JSON and HTML. Nothing here decodes or analyses; it presents what earlier stages produced.
 
 pub mod estimate_text;
+pub mod html;
 pub mod spe_tables;
 pub mod summary;
 pub mod table;

@@ -1,0 +1,630 @@
+// spelunk HTML report: renders the embedded report (schema spelunk-report/1) and, when present,
+// top-down results (schema spelunk-topdown/1). Every number shown is a number of the JSON,
+// formatted (never recomputed); figures are defined in docs/report.md and docs/topdown.md.
+// Text from the data is only ever set with textContent, never parsed as markup.
+(function () {
+  'use strict';
+
+  // ---------- data
+  // Addresses above 2^53 (kernel) do not fit a double: keep their exact digits as BigInt for
+  // the tables (the timeline plots doubles; a pixel does not need the low bits).
+  function reviver(key, value, context) {
+    if (typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value) &&
+        (key === 'address' || key === 'start') && !(this && 't_ns' in this) &&
+        context && typeof context.source === 'string' && /^\d+$/.test(context.source)) {
+      return BigInt(context.source);
+    }
+    return value;
+  }
+  const DATA = JSON.parse(document.getElementById('spelunk-data').textContent, reviver);
+  const R = DATA.report;
+  const TD = DATA.topdown;
+  const app = document.getElementById('app');
+
+  // ---------- formatting (Rust's rules, so the page matches the terminal digit for digit)
+  // Fixed-point with ties to even on the exact binary value, as Rust's {:.N} does.
+  function fixed(x, digits) {
+    if (x === null || x === undefined || !isFinite(x)) return '-';
+    if (Math.abs(x) >= 1e21) return String(x);
+    const neg = x < 0 || Object.is(x, -0);
+    const exact = Math.abs(x).toFixed(100);
+    const dot = exact.indexOf('.');
+    const intPart = exact.slice(0, dot);
+    const frac = exact.slice(dot + 1);
+    let kept = (intPart + frac.slice(0, digits)).split('').map(Number);
+    const rest = frac.slice(digits);
+    let up = false;
+    if (rest[0] > '5') up = true;
+    else if (rest[0] === '5') up = /[1-9]/.test(rest.slice(1)) || kept[kept.length - 1] % 2 === 1;
+    if (up) {
+      let i = kept.length - 1;
+      while (i >= 0 && kept[i] === 9) { kept[i] = 0; i--; }
+      if (i < 0) kept.unshift(1); else kept[i] += 1;
+    }
+    const s = kept.join('');
+    const ip = s.slice(0, s.length - digits).replace(/^0+(?=\d)/, '');
+    const out = digits > 0 ? ip + '.' + s.slice(s.length - digits) : ip;
+    return (neg ? '-' : '') + out;
+  }
+  const grouping = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+  const fmt = {
+    fixed,
+    int: (n) => (n === null || n === undefined ? '-' : grouping.format(n)),
+    pct: (x) => (x === null || x === undefined ? '-' : fixed(100 * x, 1) + '%'),
+    lat: (x) => fixed(x, 1),
+    hex: (n) => (n === null || n === undefined ? '-' : '0x' + n.toString(16)),
+    // Durations as the terminal prints them (crates/report/src/text.rs).
+    ns: (t) => {
+      if (t >= 1e9) return fixed(t / 1e9, 3) + ' s';
+      if (t >= 1e6) return fixed(t / 1e6, 3) + ' ms';
+      return fixed(t / 1e3, 1) + ' us';
+    },
+    short: (p) => (p ? p.split('/').pop() : '-'),
+  };
+
+  // ---------- DOM helpers
+  function h(tag, props, ...kids) {
+    const e = document.createElement(tag);
+    if (props) {
+      for (const [k, v] of Object.entries(props)) {
+        if (v === null || v === undefined) continue;
+        if (k === 'class') e.className = v;
+        else if (k === 'text') e.textContent = v;
+        else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+        else if (k === 'style') Object.assign(e.style, v);
+        else e.setAttribute(k, v);
+      }
+    }
+    for (const c of kids.flat()) {
+      if (c === null || c === undefined || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+  const nav = document.getElementById('nav');
+  function section(id, title, note) {
+    const s = h('section', { class: 'card', id }, h('h2', { text: title }), note ? h('p', { class: 'note', text: note }) : null);
+    app.append(s);
+    nav.append(h('a', { href: '#' + id, text: title.replace(/ \(.*/, '') }));
+    return s;
+  }
+
+  // Colours: data sources and objects get stable colours from these palettes.
+  const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7',
+    '#9c755f', '#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22',
+    '#aec7e8', '#ffbb78', '#98df8a'];
+  const sourceColour = new Map();
+  (R.data_sources || []).forEach((d, i) => sourceColour.set(d.source, PALETTE[i % PALETTE.length]));
+  function colourOfSource(name) {
+    if (!sourceColour.has(name)) sourceColour.set(name, PALETTE[sourceColour.size % PALETTE.length]);
+    return sourceColour.get(name);
+  }
+
+  // ---------- sortable tables
+  // A column: {key, label, num, value(row) -> raw JSON value, cell(row, td) -> fills td, cls}.
+  // Rows without a value ('-') go last whichever the direction.
+  function compare(a, b, dir) {
+    const na = a === null || a === undefined, nb = b === null || b === undefined;
+    if (na || nb) return na === nb ? 0 : na ? 1 : -1;
+    if (typeof a === 'string' && typeof b === 'string') return dir * a.localeCompare(b);
+    return dir * (a < b ? -1 : a > b ? 1 : 0);
+  }
+  function table(id, columns, rows) {
+    const thead = h('thead');
+    const tbody = h('tbody');
+    const t = h('table', { class: 'data', id }, thead, tbody);
+    const hr = h('tr');
+    let sorted = { col: -1, dir: 0 };
+    const trs = rows.map((r, ri) => {
+      const tr = h('tr', { 'data-index': String(ri) });
+      for (const c of columns) {
+        const v = c.value(r);
+        const td = h('td', { 'data-col': c.key, class: [c.num ? 'num' : '', c.cls || ''].join(' ').trim() || null });
+        if (v !== null && v !== undefined) td.setAttribute('data-value', String(v));
+        if (c.cell) c.cell(r, td, v);
+        else td.textContent = v === null || v === undefined ? '-' : c.num ? fmt.int(v) : String(v);
+        tr.append(td);
+      }
+      tr._values = columns.map((c) => c.value(r));
+      tr._index = ri;
+      return tr;
+    });
+    columns.forEach((c, ci) => {
+      const arrow = h('span', { class: 'arrow' });
+      const th = h('th', {
+        class: (c.num ? 'num ' : '') + 'sortable', 'data-col': c.key, title: c.title || 'click to sort',
+        'aria-sort': 'none',
+        onclick: () => {
+          // Numbers sort largest first on the first click, text A-Z.
+          const first = c.num ? -1 : 1;
+          const dir = sorted.col === ci ? -sorted.dir : first;
+          sorted = { col: ci, dir };
+          trs.sort((a, b) => compare(a._values[ci], b._values[ci], dir) || a._index - b._index);
+          tbody.replaceChildren(...trs);
+          hr.querySelectorAll('th').forEach((x) => { x.setAttribute('aria-sort', 'none'); x.querySelector('.arrow').textContent = ''; });
+          th.setAttribute('aria-sort', dir > 0 ? 'ascending' : 'descending');
+          arrow.textContent = dir > 0 ? '▲' : '▼';
+        },
+      }, c.label, arrow);
+      hr.append(th);
+    });
+    thead.append(hr);
+    tbody.append(...trs);
+    return h('div', { class: 'tablewrap' }, t);
+  }
+
+  // Column builders.
+  const col = {
+    count: (key, label, get, title) => ({ key, label, num: true, title, value: get, cell: (r, td, v) => { td.textContent = fmt.int(v); if (v === 0) td.classList.add('zero'); } }),
+    share: (key, label, get) => ({
+      key, label, num: true, cls: 'share', value: get,
+      cell: (r, td, v) => {
+        td.append(h('span', { class: 'bar', style: { width: Math.max(0, Math.min(1, v || 0)) * 100 + '%' } }), h('span', { class: 'txt', text: fmt.pct(v) }));
+      },
+    }),
+    lat: (key, label, get, title) => ({ key, label, num: true, title, value: get, cell: (r, td, v) => { td.textContent = fmt.lat(v); } }),
+    cycles: (key, label, get, title) => ({ key, label, num: true, title, value: get, cell: (r, td, v) => { td.textContent = v === null || v === undefined ? '-' : String(v); } }),
+    text: (key, label, get, cls) => ({ key, label, cls, value: get, cell: (r, td, v) => { td.textContent = v === null || v === undefined || v === '' ? '-' : String(v); } }),
+    hex: (key, label, get) => ({ key, label, num: true, cls: 'hex', value: get, cell: (r, td, v) => { td.textContent = fmt.hex(v); } }),
+  };
+  const L = (g, f) => (g && g.load_latency ? g.load_latency[f] : null);
+  const X = (g, f) => (g && g.load_exec_latency ? g.load_exec_latency[f] : null);
+  // "top source": the group's largest data source and its share of the group's loads (as the
+  // terminal prints it).
+  function topSource(g) {
+    const total = (g.sources || []).reduce((a, s) => a + s.loads, 0);
+    if (!g.sources || !g.sources.length || total === 0) return null;
+    return { name: g.sources[0].source, share: g.sources[0].loads / total, total };
+  }
+  const topSourceCol = {
+    key: 'top_source', label: 'top source', title: 'largest data source and its share of the loads',
+    value: (g) => { const t = topSource(g); return t ? t.name : null; },
+    cell: (g, td) => {
+      const t = topSource(g);
+      td.textContent = t ? t.name + ' ' + fixed(100 * t.share, 0) + '%' : '-';
+    },
+  };
+  const mixCol = {
+    key: 'source_mix', label: 'data-source mix', title: 'loads per data source',
+    value: (g) => { const t = topSource(g); return t ? t.total : null; },
+    cell: (g, td) => {
+      const t = topSource(g);
+      if (!t) { td.textContent = '-'; return; }
+      const bar = h('div', { class: 'mix', title: g.sources.map((s) => s.source + ': ' + fmt.int(s.loads)).join('\n') });
+      for (const s of g.sources) bar.append(h('span', { style: { width: (100 * s.loads / t.total) + '%', background: colourOfSource(s.source) } }));
+      td.append(bar);
+    },
+  };
+  const statCols = [
+    col.share('share', 'share', (g) => g.share),
+    col.count('samples', 'samples', (g) => g.samples),
+    col.count('loads', 'loads', (g) => g.loads),
+    col.count('stores', 'stores', (g) => g.stores),
+    col.lat('ld_lat_mean', 'ld lat', (g) => L(g, 'mean'), 'mean total load latency (cycles)'),
+    col.cycles('ld_lat_p50', 'p50', (g) => L(g, 'p50'), 'median total load latency (cycles)'),
+    col.cycles('ld_lat_p99', 'p99', (g) => L(g, 'p99'), '99th percentile total load latency (cycles)'),
+    col.lat('exec_mean', 'exec', (g) => X(g, 'mean'), 'mean derived execution latency = total - issue - translation (cycles)'),
+    col.count('l1d_miss', 'L1D miss', (g) => g.l1d_miss),
+    col.count('llc_miss', 'LLC miss', (g) => g.llc_miss),
+    col.count('tlb_walk', 'TLB walk', (g) => g.tlb_walk),
+    col.count('remote', 'remote', (g) => g.remote),
+    topSourceCol,
+  ];
+
+  // ---------- losses (first, and loud when anything was lost)
+  function renderLosses() {
+    const l = R.recording.losses;
+    const items = [
+      ['undecodable_bytes', 'undecodable bytes'],
+      ['dropped_records', 'dropped records'],
+      ['incomplete_records', 'incomplete records'],
+      ['truncated_packets', 'truncated packets'],
+      ['aux_truncated', 'AUX buffers truncated'],
+      ['aux_partial', 'AUX buffers partial'],
+      ['aux_collision', 'AUX buffers with collisions'],
+      ['lost_events', 'PERF_RECORD_LOST events'],
+      ['lost_records', 'records lost (PERF_RECORD_LOST)'],
+    ];
+    const some = items.filter(([k]) => l[k] > 0);
+    const box = h('div', { class: 'losses ' + (some.length || l.problems.length ? 'some' : 'none'), id: 'losses-banner' });
+    if (!some.length && !l.problems.length) {
+      box.append(h('span', { class: 'title', text: 'Losses: none' }), ' — nothing was lost between the hardware and this report.');
+    } else {
+      box.append(h('div', { class: 'title', text: 'LOSSES: this recording is incomplete' }));
+      const ul = h('ul');
+      for (const [k, label] of some) ul.append(h('li', { 'data-loss': k }, h('b', { text: fmt.int(l[k]) }), ' ' + label));
+      for (const p of l.problems) ul.append(h('li', { text: p }));
+      box.append(ul);
+    }
+    app.append(box);
+    if (R.recording.missing_files && R.recording.missing_files.length) {
+      app.append(h('div', { class: 'warnbox', id: 'missing-files' },
+        h('b', { text: 'Not found on this machine (no symbols; try --symfs): ' }),
+        R.recording.missing_files.join(', ')));
+    }
+    return items;
+  }
+
+  // ---------- summary
+  function renderSummary(lossItems) {
+    const rec = R.recording;
+    const s = section('summary', 'Recording', 'What was recorded and how it was sampled (docs/report.md).');
+    const tile = (id, label, value, sub) => h('div', { class: 'tile', id }, h('div', { class: 'label', text: label }), h('div', { class: 'value', text: value }), sub ? h('div', { class: 'sub', text: sub }) : null);
+    const cpu = rec.cpu_model ? rec.cpu_model + (rec.midr ? ' (MIDR ' + rec.midr + ')' : '') : rec.midr ? 'unknown CPU (MIDR ' + rec.midr + ')' : 'unknown CPU';
+    const sm = rec.sampling;
+    let interval = 'unknown', intervalSub = 'no SPE sampling period in the recording';
+    if (sm) {
+      interval = sm.effective_interval !== null ? fmt.int(sm.effective_interval) + ' ops' : 'unknown';
+      const parts = [];
+      parts.push('requested -c ' + (sm.requested_period !== null ? fmt.int(sm.requested_period) : '-'));
+      if (sm.min_interval !== null) parts.push('min ' + fmt.int(sm.min_interval));
+      if (sm.base_interval !== null) parts.push('base ' + fmt.int(sm.base_interval));
+      parts.push(sm.jitter ? 'jitter on' : 'no jitter');
+      if (sm.note) parts.push(sm.note);
+      intervalSub = parts.join('; ');
+    }
+    const t = R.totals;
+    s.append(h('div', { class: 'tiles' },
+      tile('tile-duration', 'duration (first to last sample)', fmt.ns(rec.duration_ns), fmt.int(rec.duration_ns) + ' ns'),
+      tile('tile-samples', 'samples selected', fmt.int(rec.samples_selected), fmt.int(rec.samples_decoded) + ' decoded'),
+      tile('tile-interval', 'sampling interval applied', interval, intervalSub),
+      tile('tile-cpu', 'CPU', rec.cpu_model || '-', cpu),
+      tile('tile-ops', 'operations', fmt.int(t.loads) + ' loads', fmt.int(t.stores) + ' stores, ' + fmt.int(t.branches) + ' branches (' + fmt.int(t.mispredicts) + ' mispredicted), ' + fmt.int(t.other) + ' other'),
+      tile('tile-latency', 'load latency (mean)', t.load_latency ? fmt.lat(t.load_latency.mean) + ' cycles' : '-',
+        t.load_latency ? 'p50 ' + t.load_latency.p50 + ', p99 ' + t.load_latency.p99 + ', max ' + t.load_latency.max + '; exec mean ' + (t.load_exec_latency ? fmt.lat(t.load_exec_latency.mean) : '-') : 'no loads with a latency')));
+    if (R.filter && R.filter.length) {
+      s.append(h('div', { class: 'chips', id: 'filter' }, h('span', { class: 'note', text: 'filter:' }), R.filter.map((f) => h('span', { class: 'chip', text: f }))));
+    }
+    const row = h('div', { class: 'row' });
+    const lossTable = table('losses', [
+      col.text('what', 'lost or skipped', (r) => r[1]),
+      { key: 'count', label: 'count', num: true, value: (r) => rec.losses[r[0]], cell: (r, td, v) => { td.textContent = fmt.int(v); td.classList.add(v > 0 ? 'lost' : 'zero'); } },
+    ], lossItems);
+    row.append(h('div', null, h('h3', { text: 'Losses' }), lossTable));
+    if (R.cpus && R.cpus.length) {
+      const max = Math.max(...R.cpus.map((c) => c.samples), 1);
+      row.append(h('div', null, h('h3', { text: 'Samples per CPU' }), table('cpus', [
+        col.text('cpu', 'cpu', (c) => (c.cpu === null ? null : c.cpu)),
+        { key: 'samples', label: 'samples', num: true, cls: 'share', value: (c) => c.samples,
+          cell: (c, td, v) => td.append(h('span', { class: 'bar', style: { width: (100 * v / max) + '%' } }), h('span', { class: 'txt', text: fmt.int(v) })) },
+      ], R.cpus)));
+    }
+    if (R.threads && R.threads.length) {
+      row.append(h('div', { id: 'threads-panel' }, h('h3', { text: 'Threads' }), table('threads', [
+        col.share('share', 'share', (r) => r.share),
+        col.count('samples', 'samples', (r) => r.samples),
+        col.text('pid', 'pid', (r) => r.pid),
+        col.text('tid', 'tid', (r) => r.tid),
+        col.text('name', 'name', (r) => r.name, 'key'),
+      ], R.threads)));
+    }
+    s.append(row);
+    if (R.threads && R.threads.length) nav.append(h('a', { href: '#threads-panel', text: 'Threads' }));
+  }
+
+  // ---------- hotspots
+  function renderHotspots() {
+    const s = section('hotspots', 'Hotspots', 'Samples attributed exactly (SPE has no skid) to the function, source line, instruction and DSO of their PC. Load latency in cycles; exec = total - issue - translation. Click a column to sort.');
+    const kinds = [
+      ['functions', 'Functions', 'function'],
+      ['lines', 'Source lines', 'source line'],
+      ['instructions', 'Instructions', 'instruction'],
+      ['dsos', 'DSOs', 'dso'],
+    ];
+    const tabs = h('div', { class: 'tabs', role: 'tablist' });
+    const panels = [];
+    kinds.forEach(([k, label, what], i) => {
+      const rows = R.hotspots[k] || [];
+      const cols = [
+        { key: 'key', label: what, cls: 'key', value: (r) => r.key, cell: (r, td, v) => { td.textContent = v; if (r.file && k !== 'lines') td.title = r.file + (r.line ? ':' + r.line : ''); } },
+      ];
+      if (k === 'instructions') {
+        cols.push(col.text('function', 'function+offset', (r) => (r.function ? r.function + (r.function_offset !== null ? '+0x' + r.function_offset.toString(16) : '') : null), 'key'));
+      }
+      if (k === 'lines') cols.push(col.text('function', 'function', (r) => r.function, 'key'));
+      cols.push(...statCols);
+      if (k !== 'dsos') cols.push(col.text('dso', 'dso', (r) => (r.dso ? fmt.short(r.dso) : null), 'path'));
+      const panel = h('div', { class: 'tabpanel', role: 'tabpanel', id: 'panel-' + k, hidden: i === 0 ? null : '' },
+        rows.length ? table('hotspots-' + k, cols, rows) : h('div', { class: 'empty', text: 'no rows' }));
+      const btn = h('button', {
+        role: 'tab', id: 'tab-' + k, 'aria-selected': i === 0 ? 'true' : 'false', text: label + ' (' + rows.length + ')',
+        onclick: () => {
+          tabs.querySelectorAll('button').forEach((b) => b.setAttribute('aria-selected', 'false'));
+          btn.setAttribute('aria-selected', 'true');
+          panels.forEach((p) => { p.hidden = p !== panel; });
+        },
+      });
+      tabs.append(btn);
+      panels.push(panel);
+    });
+    s.append(tabs, ...panels);
+  }
+
+  // ---------- data sources
+  function renderDataSources() {
+    const s = section('data-sources-section', 'Load latency by data source', 'Loads per data source (where the data came from) and their latency in cycles: total, issue, translation and derived execution (total - issue - translation). Histograms: loads by total latency.');
+    if (!R.data_sources.length) { s.append(h('div', { class: 'empty', text: 'no loads with a data source' })); return; }
+    const sum = (f) => [
+      col.lat(f + '_mean', f + ' mean', (d) => (d[f] ? d[f].mean : null)),
+      col.cycles(f + '_p50', 'p50', (d) => (d[f] ? d[f].p50 : null)),
+      col.cycles(f + '_p99', 'p99', (d) => (d[f] ? d[f].p99 : null)),
+    ];
+    s.append(table('data-sources', [
+      { key: 'source', label: 'source', value: (d) => d.source, cell: (d, td, v) => { td.append(h('span', { class: 'swatch', style: { background: colourOfSource(v) } }), v); } },
+      col.count('loads', 'loads', (d) => d.loads),
+      col.share('share', 'share', (d) => d.share),
+      ...sum('total'),
+      col.cycles('total_p90', 'p90', (d) => (d.total ? d.total.p90 : null)),
+      col.cycles('total_max', 'max', (d) => (d.total ? d.total.max : null)),
+      col.lat('issue_mean', 'issue mean', (d) => (d.issue ? d.issue.mean : null)),
+      col.lat('translation_mean', 'translation mean', (d) => (d.translation ? d.translation.mean : null)),
+      ...sum('execution'),
+    ], R.data_sources));
+    const grid = h('div', { class: 'hists', id: 'histograms' });
+    s.append(grid);
+    for (const d of R.data_sources) {
+      const hist = d.total_histogram;
+      const box = h('div', { class: 'hist', 'data-source': d.source },
+        h('div', { class: 'title' }, h('span', { class: 'swatch', style: { background: colourOfSource(d.source) } }), d.source,
+          h('span', { class: 'note', text: ' — ' + fmt.int(d.loads) + ' loads; total latency, buckets of ' + hist.bucket_cycles + ' cycles' })));
+      const plot = h('div', { class: 'plot' });
+      box.append(plot);
+      grid.append(box);
+      if (!hist.buckets.length) { plot.append(h('div', { class: 'empty', text: 'no latencies' })); continue; }
+      // The JSON lists non-empty buckets; empty buckets between them are drawn as zero.
+      const w = hist.bucket_cycles || 1;
+      const byStart = new Map(hist.buckets.map(([b, n]) => [b, n]));
+      const first = hist.buckets[0][0], last = hist.buckets[hist.buckets.length - 1][0];
+      const xs = [], ys = [];
+      if ((last - first) / w <= 20000) {
+        for (let b = first; b <= last; b += w) { xs.push(b); ys.push(byStart.get(b) || 0); }
+      } else {
+        for (const [b, n] of hist.buckets) { xs.push(b); ys.push(n); }
+      }
+      charts.push(() => {
+        const u = new uPlot({
+          width: Math.max(260, box.clientWidth - 18), height: 170,
+          legend: { show: false },
+          cursor: { drag: { x: true, y: false } },
+          scales: { x: { time: false, range: (u, lo, hi) => [lo, hi + w] }, y: { range: (u, lo, hi) => [0, Math.max(1, hi) * 1.08] } },
+          axes: [
+            { size: 30, font: '11px system-ui, sans-serif', values: (u, v) => v.map((x) => String(x)) },
+            { size: 48, font: '11px system-ui, sans-serif', values: (u, v) => v.map((x) => fmt.int(x)) },
+          ],
+          series: [
+            { label: 'cycles' },
+            { label: 'loads', fill: colourOfSource(d.source) + 'cc', stroke: colourOfSource(d.source), width: 0,
+              paths: uPlot.paths.bars({ size: [1, Infinity], align: 1, gap: 0 }), points: { show: false } },
+          ],
+        }, [xs, ys], plot);
+        window.spelunk.charts['hist:' + d.source] = u;
+      });
+    }
+  }
+
+  // ---------- objects
+  function renderObjects() {
+    const s = section('objects-section', 'Data objects', 'Loads and stores by the data object their address falls in: globals and statics from the binaries\' symbol tables, annotated objects, heap, stack, anonymous and file mappings.');
+    if (!R.objects.length) { s.append(h('div', { class: 'empty', text: 'no memory accesses with a known object' })); return; }
+    s.append(table('objects', [
+      col.text('name', 'object', (o) => o.name, 'key'),
+      col.text('kind', 'kind', (o) => o.kind),
+      col.count('size', 'size (bytes)', (o) => o.size),
+      col.share('share', 'share', (o) => o.share),
+      col.count('samples', 'samples', (o) => o.samples),
+      col.count('loads', 'loads', (o) => o.loads),
+      col.count('stores', 'stores', (o) => o.stores),
+      col.lat('ld_lat_mean', 'ld lat', (o) => L(o, 'mean'), 'mean total load latency (cycles)'),
+      col.cycles('ld_lat_p99', 'p99', (o) => L(o, 'p99')),
+      col.count('l1d_miss', 'L1D miss', (o) => o.l1d_miss),
+      col.count('llc_miss', 'LLC miss', (o) => o.llc_miss),
+      col.count('tlb_walk', 'TLB walk', (o) => o.tlb_walk),
+      topSourceCol,
+      mixCol,
+      col.hex('start', 'start', (o) => o.start),
+      col.text('dso', 'dso', (o) => (o.dso ? fmt.short(o.dso) : null), 'path'),
+    ], R.objects));
+  }
+
+  // ---------- phases
+  function renderPhases() {
+    if (!R.phases || !R.phases.length) return;
+    const s = section('phases-section', 'Phases', 'Named phases (annotation API) and their samples; shown as bands on the timeline.');
+    s.append(table('phases', [
+      col.text('name', 'phase', (p) => p.name, 'key'),
+      { key: 'start_ns', label: 'start', num: true, value: (p) => p.start_ns, cell: (p, td, v) => { td.textContent = fmt.ns(v); } },
+      { key: 'end_ns', label: 'end', num: true, value: (p) => p.end_ns, cell: (p, td, v) => { td.textContent = fmt.ns(v); } },
+      ...statCols,
+    ], R.phases));
+  }
+
+  // ---------- timeline: sampled addresses over time, coloured by object, phase bands
+  function renderTimeline() {
+    const tl = R.timeline;
+    const s = section('timeline-section', 'Addresses over time',
+      'Each dot is a sampled memory access: time since the first sample (x), data address (y), coloured by data object. A uniform random sample of ' + fmt.int(tl.population) + ' accesses. Drag to zoom (x and y), double-click to reset, click a legend entry to hide it.');
+    const holder = h('div', { class: 'plot', id: 'timeline', 'data-points': '0', 'data-population': String(tl.population) });
+    s.append(holder);
+    if (!tl.points.length) { holder.append(h('div', { class: 'empty', text: 'no memory accesses with an address and a time' })); return; }
+    // One series per object (most sampled first), then "other objects" and "no object".
+    const MAXSERIES = PALETTE.length - 1;
+    const groups = new Map();
+    const groupOf = (p) => (p.object === null || p.object === undefined ? 'none' : p.object < MAXSERIES ? p.object : 'other');
+    tl.points.forEach((p, i) => {
+      const g = groupOf(p);
+      if (!groups.has(g)) groups.set(g, []);
+      groups.get(g).push(i);
+    });
+    const order = [...groups.keys()].sort((a, b) => (typeof a === 'number' ? a : a === 'other' ? 1e9 : 2e9) - (typeof b === 'number' ? b : b === 'other' ? 1e9 : 2e9));
+    const series = [{}];
+    const data = [null];
+    const members = [];
+    for (const g of order) {
+      const idx = groups.get(g);
+      const xs = new Float64Array(idx.length), ys = new Float64Array(idx.length);
+      idx.forEach((pi, j) => { xs[j] = tl.points[pi].t_ns / 1e6; ys[j] = Number(tl.points[pi].address); });
+      const label = g === 'none' ? 'no object' : g === 'other' ? 'other objects' : R.objects[g] ? R.objects[g].name : 'object ' + g;
+      const colour = g === 'none' ? '#9aa3b2' : g === 'other' ? '#5d6677' : PALETTE[g % PALETTE.length];
+      series.push({ label: label + ' (' + fmt.int(idx.length) + ')', stroke: colour, fill: colour + 'b0',
+        paths: uPlot.paths.points(), points: { show: false, size: 4, width: 0 } });
+      data.push([xs, ys]);
+      members.push(idx);
+    }
+    const phaseColours = ['rgba(78,121,167,0.10)', 'rgba(242,142,43,0.10)', 'rgba(89,161,79,0.10)', 'rgba(176,122,161,0.10)'];
+    const tip = h('div', { class: 'tooltip' });
+    holder.append(tip);
+    const hexAxis = (u, vals) => vals.map((v) => (v < 0 ? '' : '0x' + Math.round(v).toString(16)));
+    // Address ticks at multiples of powers of two, so the hex labels are round.
+    const pow2 = Array.from({ length: 64 }, (_, i) => 2 ** i);
+    // A few percent of margin; a flat range (one address, one instant) gets some room.
+    const padded = (u, lo, hi) => {
+      if (lo === null || hi === null) return [0, 1];
+      const pad = hi > lo ? (hi - lo) * 0.04 : Math.max(1, Math.abs(lo) * 1e-9, 64);
+      return [lo - pad, hi + pad];
+    };
+    charts.push(() => {
+      const u = new uPlot({
+        mode: 2,
+        width: Math.max(400, holder.clientWidth), height: 460,
+        legend: { live: false },
+        cursor: { dataIdx: () => null, points: { show: false }, drag: { x: true, y: true, uni: 30 } },
+        scales: { x: { time: false, range: padded }, y: { range: padded } },
+        axes: [
+          { label: 'time since first sample (ms)', size: 40, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif' },
+          { label: 'data address', size: 120, font: '11px ' + getComputedStyle(document.body).getPropertyValue('--mono'), labelFont: '12px system-ui, sans-serif', values: hexAxis, incrs: pow2, space: 40 },
+        ],
+        series,
+        hooks: {
+          drawClear: [(u) => {
+            const ctx = u.ctx;
+            let bands = 0;
+            (R.phases || []).forEach((ph, i) => {
+              const x0 = u.valToPos(ph.start_ns / 1e6, 'x', true);
+              const x1 = u.valToPos(ph.end_ns / 1e6, 'x', true);
+              const l = Math.max(u.bbox.left, Math.min(x0, x1)), r = Math.min(u.bbox.left + u.bbox.width, Math.max(x0, x1));
+              if (r <= l) return;
+              ctx.save();
+              ctx.fillStyle = phaseColours[i % phaseColours.length];
+              ctx.fillRect(l, u.bbox.top, r - l, u.bbox.height);
+              ctx.fillStyle = '#3a4355';
+              ctx.font = (12 * uPlot.pxRatio) + 'px system-ui, sans-serif';
+              ctx.fillText(ph.name, l + 4 * uPlot.pxRatio, u.bbox.top + 14 * uPlot.pxRatio, Math.max(0, r - l - 8 * uPlot.pxRatio));
+              ctx.restore();
+              bands++;
+            });
+            holder.setAttribute('data-phase-bands', String(bands));
+          }],
+          setCursor: [(u) => {
+            const { left, top } = u.cursor;
+            if (left === undefined || left < 0) { tip.style.display = 'none'; return; }
+            let best = null, bestD = 64;
+            for (let si = 1; si < u.series.length; si++) {
+              if (!u.series[si].show) continue;
+              const [xs, ys] = u.data[si];
+              for (let j = 0; j < xs.length; j++) {
+                const dx = u.valToPos(xs[j], 'x') - left, dy = u.valToPos(ys[j], 'y') - top;
+                const d = dx * dx + dy * dy;
+                if (d < bestD) { bestD = d; best = [si, j]; }
+              }
+            }
+            if (!best) { tip.style.display = 'none'; return; }
+            const p = tl.points[members[best[0] - 1][best[1]]];
+            const obj = p.object !== null && p.object !== undefined && R.objects[p.object] ? R.objects[p.object].name : 'no object';
+            tip.replaceChildren(
+              h('div', { text: (p.store ? 'store' : 'load') + ' @ ' + fmt.hex(p.address) }),
+              h('div', { text: 'object: ' + obj }),
+              h('div', { text: 't = ' + fmt.ns(p.t_ns) }),
+              h('div', { text: (p.source ? 'source: ' + p.source : 'no data source') + (p.total_latency !== null && p.total_latency !== undefined ? '; latency ' + p.total_latency + ' cycles' : '') }));
+            tip.style.display = 'block';
+            const x = u.over.offsetLeft + left + 12, y = u.over.offsetTop + top + 12;
+            tip.style.left = Math.min(x, holder.clientWidth - 260) + 'px';
+            tip.style.top = y + 'px';
+          }],
+        },
+      }, data, holder);
+      holder.setAttribute('data-points', String(members.reduce((a, m) => a + m.length, 0)));
+      window.spelunk.charts.timeline = u;
+    });
+  }
+
+  // ---------- top-down
+  function renderTopdown() {
+    if (!TD) return;
+    const s = section('topdown', 'Top-down (PMU counters)', 'From spelunk topdown --json (' + TD.source.kind + ': ' + TD.source.detail + '). Stage 1 is the decision tree with the bottleneck marked; stage 2 lists the groups it points at. Formulas in docs/topdown.md.');
+    if (TD.notes && TD.notes.length) {
+      s.append(h('details', { class: 'note' }, h('summary', { text: TD.notes.length + ' notes on the counts' }), h('ul', null, TD.notes.map((n) => h('li', { text: n })))));
+    }
+    TD.scopes.forEach((sc, si) => {
+      const ev = sc.totals;
+      const byName = new Map(ev.metrics.map((m) => [m.name, m]));
+      const title = (name) => (byName.get(name) ? byName.get(name).title : name);
+      const fmtVal = (v, units) => (v === null || v === undefined ? 'n/a' : fixed(v, 2) + (units && units.startsWith('percent') ? '%' : ''));
+      const box = h('div', { class: 'scope', id: 'topdown-scope-' + si });
+      box.append(h('h3', { text: 'Scope: ' + sc.scope + ' — ' + sc.cpu.product + ' (' + sc.cpu.catalog + '), ' + (sc.cpu.slots !== null ? sc.cpu.slots + ' slots/cycle (' + sc.cpu.slots_source + ')' : 'slots unknown') }));
+      (sc.cpu.notes || []).forEach((n) => box.append(h('p', { class: 'note', text: n })));
+      const path = h('div', { class: 'bottleneck-path' }, 'Bottleneck: ');
+      if (ev.bottleneck_path.length) ev.bottleneck_path.forEach((m, i) => path.append(i ? ' → ' : '', h('b', { text: title(m) })));
+      else path.append(h('span', { class: 'note', text: 'none flagged' }));
+      box.append(path);
+      const tree = h('ul', { class: 'tree' });
+      const node = (n) => {
+        const pct = n.units && n.units.startsWith('percent') && n.value !== null ? Math.max(0, Math.min(100, n.value)) : null;
+        const li = h('li', null, h('div', { class: 'node' + (n.flagged ? ' flagged' : '') + (n.bottleneck ? ' bottleneck' : ''), 'data-metric': n.metric },
+          h('span', { class: 'name', text: title(n.metric) + (n.flagged ? ' ⚑' : '') }),
+          h('span', { class: 'val', text: fmtVal(n.value, n.units) }),
+          pct !== null ? h('div', { class: 'gauge' }, h('span', { style: { width: pct + '%' } })) : h('span', { class: 'note', text: n.units })));
+        if (n.next_groups && n.next_groups.length && (n.flagged || n.bottleneck)) li.append(h('div', { class: 'next', text: 'look next at: ' + n.next_groups.join(', ') }));
+        if (n.children && n.children.length) li.append(h('ul', null, n.children.map(node)));
+        return li;
+      };
+      ev.tree.forEach((n) => tree.append(node(n)));
+      box.append(tree);
+      if (ev.warnings.length) {
+        box.append(h('div', { class: 'warnbox' }, h('b', { text: 'Warnings' }), h('ul', null, ev.warnings.map((w) => h('li', { text: w.kind + ': ' + w.message })))));
+      }
+      const rows = [];
+      for (const g of sc.groups) for (const m of g.metrics) if (byName.has(m)) rows.push([g.group, byName.get(m)]);
+      box.append(h('h3', { text: 'Metrics by group' }), table('topdown-metrics-' + si, [
+        col.text('group', 'group', (r) => r[0]),
+        col.text('metric', 'metric', (r) => r[1].title, 'key'),
+        { key: 'value', label: 'value', num: true, value: (r) => r[1].value, cell: (r, td, v) => { td.textContent = v === null ? 'n/a' : fixed(v, 2); if (v === null) td.title = r[1].unavailable ? JSON.stringify(r[1].unavailable) : ''; } },
+        col.text('units', 'units', (r) => r[1].units),
+        col.text('threshold', 'threshold', (r) => (r[1].threshold ? r[1].threshold.direction + ' ' + r[1].threshold.value : null)),
+        { key: 'flagged', label: 'flagged', value: (r) => (r[1].flagged ? 1 : 0), cell: (r, td, v) => { td.textContent = v ? 'yes' : ''; if (v) td.classList.add('flag'); } },
+        col.text('formula', 'formula', (r) => r[1].formula, 'path'),
+      ], rows));
+      if (sc.intervals && sc.intervals.length > 1) {
+        const names = ev.tree.map((n) => n.metric);
+        const plot = h('div', { class: 'plot' });
+        box.append(h('h3', { text: 'Over time (' + sc.intervals.length + ' intervals)' }), plot);
+        charts.push(() => {
+          const xs = sc.intervals.map((iv) => iv.time_s);
+          const ser = [{ label: 'time (s)' }];
+          const dat = [xs];
+          names.forEach((n, i) => {
+            ser.push({ label: title(n), stroke: PALETTE[i % PALETTE.length], width: 1.5, value: (u, v) => (v === null ? '-' : fixed(v, 2)) });
+            dat.push(sc.intervals.map((iv) => (iv.metrics[n] === undefined ? null : iv.metrics[n])));
+          });
+          window.spelunk.charts['topdown:' + si] = new uPlot({ width: Math.max(400, plot.clientWidth), height: 240, scales: { x: { time: false } }, series: ser }, dat, plot);
+        });
+      }
+      s.append(box);
+    });
+  }
+
+  // ---------- go
+  const charts = [];
+  window.spelunk = { data: DATA, fmt, charts: {}, ready: false };
+  const lossItems = renderLosses();
+  renderSummary(lossItems);
+  renderHotspots();
+  renderDataSources();
+  renderObjects();
+  renderPhases();
+  renderTimeline();
+  renderTopdown();
+  // Charts are built once the layout exists (their width comes from it).
+  for (const make of charts) make();
+  window.spelunk.ready = true;
+  document.documentElement.setAttribute('data-ready', 'true');
+})();
