@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod c2c;
 mod common;
 mod decode;
 mod estimate;
@@ -23,6 +24,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    C2c(c2c::C2cArgs),
     Decode(decode::DecodeArgs),
     Estimate(estimate::EstimateArgs),
     Report(report::ReportArgs),
@@ -32,6 +34,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::C2c(args) => c2c::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Estimate(args) => estimate::run(args),
         Command::Report(args) => report::run(args),

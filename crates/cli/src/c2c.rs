@@ -1,0 +1,144 @@
+//! `spelunk c2c`: cache lines shared between cores, ranked by peer snoops, with offsets, PCs,
+//! threads and a false/true-sharing verdict. Wiring only: the analysis is
+//! spelunk_analysis::c2c.
+
+use anyhow::{bail, Context};
+use clap::Args;
+use spelunk_analysis::c2c::{C2cBuilder, C2cReport, LineScan, C2C_SCHEMA};
+use spelunk_analysis::objects::DataObjects;
+use spelunk_analysis::select::Selector;
+use spelunk_analysis::symbolize::CodeSymbolizer;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::common::CpuArgs;
+use crate::recording::{FilterArgs, Recording};
+
+/// Find cache lines that move between cores (false and true sharing), like `perf c2c report`.
+///
+/// A load served by another core's cache (a peer snoop in SPE's data source) shows a cache line
+/// that moved between cores. Lines are ranked by their peer-snoop loads; for each line the
+/// offsets touched, the code addresses, source lines and threads touching each offset, loads
+/// vs stores, local vs remote, and a verdict: false sharing (one thread writes an offset that
+/// another thread, using other offsets of the line, never touches: pad the data apart), true
+/// sharing (threads write and access the same offset: the data itself is shared), or none.
+/// The columns are perf c2c's (seed 000 §5.2); every figure is defined in docs/c2c.md.
+#[derive(Args, Debug)]
+#[command(after_long_help = "\
+Examples:
+  spelunk c2c perf.data                      # lines ranked by peer snoops, with verdicts
+  spelunk c2c perf.data --limit 5            # the five most shared lines
+  spelunk c2c perf.data --line-size 128      # pairs of lines (adjacent-line prefetch)
+  spelunk c2c perf.data --tid 4242,4243 --json > c2c.json
+
+Record with loads and stores and physical addresses, e.g.
+  perf record -e arm_spe_0/ts_enable=1,pa_enable=1,load_filter=1,store_filter=1/ -- ./app")]
+pub struct C2cArgs {
+    /// perf.data with Arm SPE data
+    #[arg(default_value = "perf.data")]
+    pub file: PathBuf,
+
+    /// Cache line size in bytes (a power of two)
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    pub line_size: u64,
+
+    /// Lines to show
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+
+    /// Print the report as JSON (schema spelunk-c2c/1)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Look for the recorded binaries under this directory (like perf --symfs)
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    #[command(flatten)]
+    pub interp: CpuArgs,
+}
+
+pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
+    if !args.line_size.is_power_of_two() || args.line_size < 8 {
+        bail!(
+            "--line-size {}: expected a power of two of at least 8",
+            args.line_size
+        );
+    }
+    let rec = Recording::open(&args.file, &args.interp)?;
+    let filter = args.filter.filter()?;
+    let described = filter.describe();
+
+    // Pass 1: which lines saw peer snoops.
+    let mut sel = Selector::new(&rec.interp, filter.clone());
+    let mut scan = LineScan::new(args.line_size);
+    let stats = rec.decode(|s| {
+        if let Some(x) = sel.select(s) {
+            scan.add(s, &x);
+        }
+    })?;
+    let path = rec.path().to_string();
+    if sel.selected == 0 {
+        bail!(
+            "{path}: no samples matched{}; {} records were decoded",
+            if described.is_empty() {
+                String::new()
+            } else {
+                format!(" the filter ({})", described.join(", "))
+            },
+            sel.decoded
+        );
+    }
+    if scan.totals.records == 0 {
+        bail!(
+            "{path}: none of the {} selected samples is a load or store with a data address (record with load_filter=1,store_filter=1)",
+            sel.selected
+        );
+    }
+
+    // Pass 2: details of those lines.
+    let mut builder = C2cBuilder::new(&scan);
+    if !scan.peer_lines.is_empty() {
+        let mut sel2 = Selector::new(&rec.interp, filter);
+        rec.decode(|s| {
+            if let Some(x) = sel2.select(s) {
+                builder.add(s, &x);
+            }
+        })?;
+    }
+    let objects = DataObjects::build(&rec.ctx.spaces, args.symfs.as_ref());
+    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let (lines, totals) = builder.finish(
+        &rec.ctx.spaces,
+        &objects,
+        &mut symbolizer,
+        &rec.ctx.thread_names,
+        scan.totals.clone(),
+        args.limit,
+    );
+    Ok(C2cReport {
+        schema: C2C_SCHEMA,
+        file: path,
+        line_size: args.line_size,
+        samples_decoded: sel.decoded,
+        samples_selected: sel.selected,
+        filter: described,
+        totals,
+        lines,
+        losses: rec.losses(&stats),
+    })
+}
+
+pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
+    let report = build(&args)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
+        println!("{text}");
+    } else {
+        print!("{}", spelunk_report::c2c_text::render(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
