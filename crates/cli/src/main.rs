@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod annotate;
 mod c2c;
 mod common;
 mod decode;
@@ -24,6 +25,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    Annotate(annotate::AnnotateArgs),
     C2c(c2c::C2cArgs),
     Decode(decode::DecodeArgs),
     Estimate(estimate::EstimateArgs),
@@ -34,6 +36,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Annotate(args) => annotate::run(args),
         Command::C2c(args) => c2c::run(args),
         Command::Decode(args) => decode::run(args),
         Command::Estimate(args) => estimate::run(args),

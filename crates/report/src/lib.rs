@@ -1,6 +1,7 @@
 //! Writers for spelunk's results: typed tables (Parquet, CSV) and, later, terminal tables,
 //! JSON and HTML. Nothing here decodes or analyses; it presents what earlier stages produced.
 
+pub mod annotate_text;
 pub mod c2c_text;
 pub mod estimate_text;
 pub mod html;
