@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps demo test build fmt-check clippy unit python browser cross fuzz-smoke bench
+.PHONY: help deps demo test build fmt-check clippy unit emulator python browser cross fuzz-smoke bench
 
 help:
 	@echo "make demo   decode a real SPE buffer and a synthetic N1 recording, print summaries"
@@ -27,6 +27,11 @@ clippy:
 
 unit:
 	$(CARGO) test --workspace --locked
+
+# The SPE/PMU emulator (Valgrind tool) and the workloads, built here; then the emulator's
+# acceptance tests and `spelunk record --emulate` end to end (perf 6.1 as the oracle).
+emulator:
+	emulator/test.sh
 
 # Python tests: our Parquet/CSV read by pyarrow/pandas (an independent reader).
 python: build
@@ -52,4 +57,4 @@ fuzz-smoke:
 bench:
 	$(CARGO) bench --locked -p spelunk-spe --bench decode
 
-test: deps fmt-check clippy unit python browser cross fuzz-smoke
+test: deps fmt-check clippy unit emulator python browser cross fuzz-smoke

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds and tests the emulator: the model's unit tests, then the acceptance tests of issue 3
 # (crates/emutrace/tests/emulator.rs) on traces the tool writes for the workloads, and the trace
-# reader's own tests. Takes about a minute on 2 cores.
+# reader's own tests, and `spelunk record --emulate` end to end. Takes about a minute on 2 cores.
 #
 #   emulator/test.sh            (from anywhere; uses $CARGO, $CARGO_TARGET_DIR if set)
 #
@@ -34,3 +34,5 @@ make -s -C "$root/workloads"
 echo "== trace reader and acceptance tests"
 cd "$root"
 SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-emutrace -- --test-threads=2
+echo "== spelunk record --emulate: conversion against the trace and perf 6.1, the command's contract"
+SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-record -p spelunk --test emulated --test record_cli

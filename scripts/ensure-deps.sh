@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing spelunk needs on a fresh Debian machine (run as root),
 # and says exactly what is missing otherwise. Idempotent: installs only what is absent.
-#   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf
+#   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf, valgrind, gcc
 #   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
 #   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest (the Python tests read our Parquet)
@@ -14,6 +14,10 @@ need_cmd() { command -v "$1" >/dev/null 2>&1; }
 
 # Linux perf 6.1 (Debian package linux-perf) is the independent SPE decoder our tests compare with.
 if ! need_cmd perf || ! perf version >/dev/null 2>&1; then want_apt+=(linux-perf); fi
+# Valgrind (tool headers and static libraries included) and gcc build the SPE/PMU emulator.
+need_cmd valgrind && [ -f /usr/include/valgrind/pub_tool_basics.h ] || want_apt+=(valgrind)
+need_cmd gcc || want_apt+=(gcc)
+need_cmd make || want_apt+=(make)
 for mode in "$@"; do
   case "$mode" in
     cross)

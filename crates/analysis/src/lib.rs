@@ -6,6 +6,7 @@ pub mod agg;
 pub mod annotate;
 pub mod c2c;
 pub mod context;
+pub mod diff;
 pub mod disasm;
 pub mod elf;
 pub mod estimate;

@@ -8,6 +8,7 @@ mod annotate;
 mod c2c;
 mod common;
 mod decode;
+mod diff;
 mod estimate;
 mod progress;
 mod recording;
@@ -28,6 +29,7 @@ enum Command {
     Annotate(annotate::AnnotateArgs),
     C2c(c2c::C2cArgs),
     Decode(decode::DecodeArgs),
+    Diff(diff::DiffArgs),
     Estimate(estimate::EstimateArgs),
     Report(report::ReportArgs),
     Topdown(topdown::TopdownArgs),
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Command::Annotate(args) => annotate::run(args),
         Command::C2c(args) => c2c::run(args),
         Command::Decode(args) => decode::run(args),
+        Command::Diff(args) => diff::run(args),
         Command::Estimate(args) => estimate::run(args),
         Command::Report(args) => report::run(args),
         Command::Topdown(args) => topdown::run(args),

@@ -77,6 +77,7 @@ pub mod counting;
 pub mod error;
 pub mod reader;
 pub mod records;
+pub mod sidecar;
 pub mod source;
 pub mod timeconv;
 pub mod writer;

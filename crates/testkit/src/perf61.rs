@@ -28,8 +28,8 @@
 //!   format for unsigned fields).
 
 use spelunk_spe::{
-    CodeAddress, DataPhysicalAddress, DataSource, Event, Events, LoadStoreKind, OpType, Operation,
-    Packet,
+    CodeAddress, DataPhysicalAddress, DataSource, DataSourceEncoding, DataVirtualAddress, Event,
+    Events, LoadStoreKind, OpType, Operation, Packet, SpeSample,
 };
 use std::path::Path;
 use std::process::Command;
@@ -452,4 +452,96 @@ pub fn write_streams(path: &Path, streams: &[Vec<u8>]) -> Result<(), spelunk_per
     }
     w.finish()?;
     Ok(())
+}
+
+/// perf script's sample categories: one sample per set event bit.
+pub const CATEGORIES: [(Event, &str); 8] = [
+    (Event::L1dRefill, "l1d-miss"),
+    (Event::L1dAccess, "l1d-access"),
+    (Event::LlcMiss, "llc-miss"),
+    (Event::LlcAccess, "llc-access"),
+    (Event::TlbWalk, "tlb-miss"),
+    (Event::TlbAccess, "tlb-access"),
+    (Event::Mispredicted, "branch-miss"),
+    (Event::RemoteAccess, "remote-access"),
+];
+
+/// perf 6.1's data-address rule: the 56-bit address, with the top byte filled only when bits
+/// \[55:52\] are all ones (its kernel-address heuristic). spelunk sign-extends from bit 55 (the
+/// architectural TTBR1 rule); the two agree for every real Linux address.
+/// perf 6.1's code-address rule (PC, branch target): the 56-bit address, with the top byte
+/// filled when NS=1 and the exception level is 1 or 2 (kernel code). spelunk sign-extends from
+/// bit 55; again the two agree for every real Linux address.
+fn perf_code_va(a: CodeAddress) -> u64 {
+    if a.ns() && matches!(a.el(), 1 | 2) {
+        a.raw_addr() | (0xff << 56)
+    } else {
+        a.raw_addr()
+    }
+}
+
+fn perf_data_va(va: DataVirtualAddress) -> u64 {
+    let a = va.raw_addr();
+    if (a >> 52) & 0xf == 0xf {
+        a | (0xff << 56)
+    } else {
+        a
+    }
+}
+
+/// The samples perf 6.1 should print for one sample spelunk decoded.
+pub fn predict_script(s: &SpeSample) -> Vec<ScriptSample> {
+    let r = &s.record;
+    let op = r.op.unwrap();
+    let is_mem_op = op.is_load() || op.is_store();
+    let ev = r.events.unwrap_or_default();
+    // perf 6.1 treats loads/stores/atomics and (a quirk) SVE data-processing operations as memory
+    // operations: they get a `memory` sample, and a data-source level unless they are stores (a
+    // missing Data Source packet counts as value 0). Other operations have no level.
+    let sve_other = matches!(op.operation(), Operation::SveOther { .. });
+    let level = if op.is_store() {
+        "N/A or N/A/N/A"
+    } else if op.is_load() || sve_other {
+        expected_load_level(DataSourceEncoding::Common.decode(r.data_source.unwrap_or(0)))
+    } else {
+        "N/A/N/A"
+    };
+    let base = ScriptSample {
+        event: String::new(),
+        cpu: s.cpu.unwrap(),
+        time: script_time(s.time_ns.unwrap()),
+        ip: r.pc.map_or(0, perf_code_va),
+        addr: r.data_va.map_or(0, perf_data_va),
+        phys_addr: r.data_pa.map_or(0, |a| a.pa()),
+        weight: u64::from(r.total_latency_cycles.unwrap_or(0)),
+        level: level.to_string(),
+    };
+    let mut out: Vec<ScriptSample> = CATEGORIES
+        .iter()
+        .filter(|(e, _)| ev.contains(*e))
+        .map(|(e, name)| {
+            if *e == Event::Mispredicted {
+                // A branch-miss sample carries the branch target and no data fields.
+                ScriptSample {
+                    event: name.to_string(),
+                    addr: r.branch_target.map_or(0, perf_code_va),
+                    phys_addr: 0,
+                    level: "N/A/N/A".into(),
+                    ..base.clone()
+                }
+            } else {
+                ScriptSample {
+                    event: name.to_string(),
+                    ..base.clone()
+                }
+            }
+        })
+        .collect();
+    if is_mem_op || sve_other {
+        out.push(ScriptSample {
+            event: "memory".into(),
+            ..base
+        });
+    }
+    out
 }

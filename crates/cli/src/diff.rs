@@ -1,0 +1,131 @@
+//! `spelunk diff A B`: what changed between a baseline and a new recording, per function, source
+//! line and data object — sample share, load latency and data sources. Wiring only: the
+//! comparison is spelunk_analysis::diff.
+
+use anyhow::{bail, Context};
+use clap::{Args, ValueEnum};
+use spelunk_analysis::diff::{diff, DiffReport};
+use spelunk_analysis::model::{RecordingInfo, Report};
+use spelunk_analysis::objects::DataObjects;
+use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
+use spelunk_analysis::symbolize::CodeSymbolizer;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use crate::common::CpuArgs;
+use crate::recording::{FilterArgs, Recording};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DiffBy {
+    Function,
+    Line,
+    Object,
+    All,
+}
+
+/// Compare two recordings (baseline A, new B): per function, source line and data object, the
+/// change in sample share, load latency (mean, p50, p99) and data-source mix.
+///
+/// This is seed 004's `perf diff` workflow — record, change the code, record again, compare —
+/// with what perf diff lacks: latency and where the data came from. Rows are matched by name
+/// (functions by DSO file name and symbol, lines by function and file:line, objects by name),
+/// and sorted by the absolute change in share (perf diff's Delta Abs). Every figure is defined
+/// in docs/diff.md.
+#[derive(Args, Debug)]
+#[command(after_long_help = "\
+Examples:
+  spelunk diff perf.data.old perf.data                  # functions, lines and objects
+  spelunk diff before.data after.data --by function     # like perf diff
+  spelunk diff before.data after.data --event l1d-miss  # where the L1D misses moved
+  spelunk diff before.data after.data --json > diff.json")]
+pub struct DiffArgs {
+    /// Baseline recording
+    pub baseline: PathBuf,
+
+    /// New recording
+    pub new: PathBuf,
+
+    /// Which tables to print
+    #[arg(long, value_enum, default_value = "all")]
+    pub by: DiffBy,
+
+    /// Rows per table
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+
+    /// Print the comparison as JSON (schema spelunk-diff/1; every row)
+    #[arg(long)]
+    pub json: bool,
+
+    /// Look for the recorded binaries under this directory (like perf --symfs)
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub filter: FilterArgs,
+
+    #[command(flatten)]
+    pub interp: CpuArgs,
+}
+
+fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
+    let rec = Recording::open(path, &args.interp)?;
+    let filter = args.filter.filter()?;
+    let objects = DataObjects::build(&rec.ctx.spaces, args.symfs.as_ref());
+    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let limits = ReportLimits {
+        hotspot_rows: usize::MAX,
+        object_rows: usize::MAX,
+        timeline_points: 0,
+        ..Default::default()
+    };
+    let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits);
+    let stats = rec.decode(|s| builder.add(s))?;
+    let info = RecordingInfo {
+        file: rec.path().to_string(),
+        losses: rec.losses(&stats),
+        ..Default::default()
+    };
+    let r = builder.finish(
+        &rec.ctx.spaces,
+        &mut symbolizer,
+        &rec.ctx.thread_names,
+        info,
+    );
+    if r.recording.samples_selected == 0 {
+        bail!(
+            "{}: no samples{}; {} records were decoded",
+            r.recording.file,
+            if r.filter.is_empty() {
+                String::new()
+            } else {
+                format!(" matched the filter ({})", r.filter.join(", "))
+            },
+            r.recording.samples_decoded
+        );
+    }
+    Ok(r)
+}
+
+pub fn build(args: &DiffArgs) -> anyhow::Result<DiffReport> {
+    let a = report(&args.baseline, args)?;
+    let b = report(&args.new, args)?;
+    Ok(diff(&a, &b))
+}
+
+pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    let d = build(&args)?;
+    if args.json {
+        let text = serde_json::to_string_pretty(&d).context("serialising the comparison")?;
+        println!("{text}");
+    } else {
+        let by = match args.by {
+            DiffBy::Function => spelunk_report::diff_text::Tables::Functions,
+            DiffBy::Line => spelunk_report::diff_text::Tables::Lines,
+            DiffBy::Object => spelunk_report::diff_text::Tables::Objects,
+            DiffBy::All => spelunk_report::diff_text::Tables::All,
+        };
+        print!("{}", spelunk_report::diff_text::render(&d, by, args.limit));
+    }
+    Ok(ExitCode::SUCCESS)
+}

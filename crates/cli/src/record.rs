@@ -1,0 +1,227 @@
+//! `spelunk record`: run a program and record its SPE samples and PMU counts into a perf.data
+//! plus the sidecar. Wiring only: the emulator runner and the trace conversion are
+//! spelunk-record.
+
+use anyhow::{bail, Context};
+use clap::Args;
+use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Run a program and record SPE samples (and PMU counts) into a perf.data plus its sidecar.
+///
+/// With --emulate the program runs under spelunk's emulator: a Valgrind tool that models an Arm
+/// Neoverse N1 (caches with coherence, TLBs, branch predictor, timing) and samples operations
+/// the way SPE does. It works on any Linux machine (x86-64 or aarch64) and is slow (around
+/// 100x). The perf.data is standard (`perf report -D`, `perf script` open it); the sidecar
+/// FILE.spelunk.json holds phases and objects named with include/spelunk.h, the counter
+/// timeline and the emulator's exact ground truth.
+///
+/// Without --emulate, recording needs hardware SPE (an `arm_spe_*` PMU, on Arm metal);
+/// spelunk's hardware recorder is not written yet, and the command says what to run instead.
+#[derive(Args, Debug)]
+#[command(after_long_help = "\
+Examples:
+  spelunk record --emulate -- ./stream -n 200000          # perf.data + perf.data.spelunk.json
+  spelunk record --emulate -c 4096 --filter load -o chase.data -- ./lat_mem_rd 8m 4096
+  spelunk record --emulate --jitter --min-latency 100 -- ./app args
+  spelunk report perf.data                                # then analyse it
+
+The program's stdin, stdout and stderr pass through, and spelunk record exits with the
+program's exit status (128+N when a signal N killed it). docs/record.md has the details.")]
+pub struct RecordArgs {
+    /// Run the program under spelunk's SPE/PMU emulator (needs valgrind and emulator/build.sh)
+    #[arg(long)]
+    pub emulate: bool,
+
+    /// Output perf.data; the sidecar is written next to it as FILE.spelunk.json
+    #[arg(short, long, default_value = "perf.data", value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// SPE sampling interval in operations (rounded down to a multiple of 256, as the hardware does)
+    #[arg(
+        short = 'c',
+        long = "period",
+        default_value_t = 1024,
+        value_name = "OPS"
+    )]
+    pub period: u64,
+
+    /// Randomise the interval (PMSIRR_EL1.RND): avoids aliasing with loop periods
+    #[arg(long)]
+    pub jitter: bool,
+
+    /// Keep only these operation types (comma-separated: load, store, branch) [default: all]
+    #[arg(long, value_delimiter = ',', value_name = "TYPES")]
+    pub filter: Vec<String>,
+
+    /// Keep only operations whose total latency is at least this many cycles
+    #[arg(long, default_value_t = 0, value_name = "CYCLES")]
+    pub min_latency: u32,
+
+    /// Keep only records with all of these events (PMSEVFR_EL1 bits, hex)
+    #[arg(long, value_name = "HEX")]
+    pub event_filter: Option<String>,
+
+    /// Do not model sample collisions (a new sample while the previous one is still in flight)
+    #[arg(long)]
+    pub no_collisions: bool,
+
+    /// A further emulator option, passed as given (repeatable), e.g. --emulator-opt=--l2-size=2097152
+    /// (all options: emulator/spelunk-emu --help)
+    #[arg(long = "emulator-opt", value_name = "OPT", allow_hyphen_values = true)]
+    pub emulator_opts: Vec<String>,
+
+    /// Keep the emulator's raw trace next to the output (FILE.emutrace)
+    #[arg(long)]
+    pub keep_trace: bool,
+
+    /// The program and its arguments (after --)
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if !args.emulate {
+        let pmus = spelunk_record::hardware_spe_pmus();
+        if pmus.is_empty() {
+            bail!(
+                "this machine has no SPE PMU (no /sys/bus/event_source/devices/arm_spe_*): SPE \
+                 exists only on Arm metal with the kernel driver loaded. Use \
+                 `spelunk record --emulate -- CMD` to record under spelunk's emulator"
+            );
+        }
+        bail!(
+            "spelunk's hardware SPE recorder is not written yet. On this machine ({}) record \
+             with perf and analyse with spelunk: `perf record -e {}/ts_enable=1,pa_enable=1/ -d \
+             -c 1024 -- CMD`, then `spelunk report perf.data`; or use --emulate",
+            pmus.join(", "),
+            pmus[0]
+        );
+    }
+    if args.period < 256 {
+        bail!(
+            "--period {}: SPE intervals are multiples of 256 operations (the smallest Neoverse \
+             N1 allows is 1024)",
+            args.period
+        );
+    }
+    for f in &args.filter {
+        if !matches!(f.as_str(), "load" | "store" | "branch") {
+            bail!("--filter {f}: expected load, store or branch (comma-separated)");
+        }
+    }
+    let event_filter = match &args.event_filter {
+        None => 0,
+        Some(s) => {
+            let h = s.trim_start_matches("0x").trim_start_matches("0X");
+            u64::from_str_radix(h, 16)
+                .with_context(|| format!("--event-filter {s}: not a hex number"))?
+        }
+    };
+    let install = EmulatorInstall::locate()?;
+    let options = EmulatorOptions {
+        period_ops: args.period,
+        jitter: args.jitter,
+        filter: args.filter.clone(),
+        min_latency_cycles: args.min_latency,
+        event_filter,
+        collisions: !args.no_collisions,
+        extra: args.emulator_opts.clone(),
+    };
+    let mut trace = args.output.clone().into_os_string();
+    trace.push(".emutrace");
+    let trace = PathBuf::from(trace);
+    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!("{}: no such directory for the output", dir.display());
+        }
+    }
+
+    let program = args.command[0].to_string_lossy().into_owned();
+    eprintln!(
+        "spelunk record: running {program} under the emulated Neoverse N1 (Valgrind; expect \
+         the program to run ~100x slower than natively)"
+    );
+    let started = std::time::Instant::now();
+    let run = emulator::run(&install, &options, &trace, &args.command)?;
+    let wall = started.elapsed();
+    for line in run.valgrind_log.lines() {
+        eprintln!("spelunk record: valgrind: {line}");
+    }
+    let code = exit_code(&run.status);
+    if !trace.exists() {
+        bail!(
+            "the emulator wrote no trace ({}); {} exited with {}. If valgrind could not start \
+             the program, its messages are above",
+            trace.display(),
+            program,
+            describe(&run.status)
+        );
+    }
+
+    let cmdline: Vec<String> = std::env::args().collect();
+    let conv = convert(&trace, &args.output, &cmdline)
+        .with_context(|| format!("converting the emulator's trace {}", trace.display()))?;
+    if !args.keep_trace {
+        let _ = std::fs::remove_file(&trace);
+    }
+    for w in &conv.warnings {
+        eprintln!("spelunk record: warning: {w}");
+    }
+    let size = std::fs::metadata(&conv.perf_data)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    eprintln!(
+        "spelunk record: {} samples from {} thread(s) on {} CPU(s), {} phase(s), {} named \
+         object(s); program ran {:.1} s (wall, emulated), exited with {}",
+        conv.samples,
+        conv.threads,
+        conv.samples_per_cpu.len(),
+        conv.phases,
+        conv.objects,
+        wall.as_secs_f64(),
+        describe(&run.status)
+    );
+    eprintln!(
+        "spelunk record: wrote {} ({:.1} MB) and {}{}",
+        conv.perf_data.display(),
+        size as f64 / 1e6,
+        conv.sidecar.display(),
+        if args.keep_trace {
+            format!(", kept {}", trace.display())
+        } else {
+            String::new()
+        }
+    );
+    if conv.samples == 0 {
+        eprintln!(
+            "spelunk record: warning: no operation was sampled (the program ran fewer than \
+             --period {} operations of the selected types, or the filters excluded every one)",
+            args.period
+        );
+    }
+    Ok(ExitCode::from(code))
+}
+
+/// The program's exit status as a process exit code (128+N for signal N, as shells do).
+fn exit_code(status: &std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(c) = status.code() {
+        return (c & 0xff) as u8;
+    }
+    status
+        .signal()
+        .map(|s| (128 + s).min(255) as u8)
+        .unwrap_or(1)
+}
+
+fn describe(status: &std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => format!("status {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "an unknown status".into(),
+    }
+}

@@ -1,0 +1,150 @@
+//! `spelunk record`: the command's contract with its user. The program's output and exit
+//! status pass through; without hardware SPE the command says what to do and fails; a missing
+//! emulator is a clear error. (Conversion correctness: crates/record/tests/emulated.rs.)
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn spelunk(args: &[&str], lib: Option<&Path>, dir: &Path) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_spelunk"));
+    c.args(args).current_dir(dir);
+    if let Some(lib) = lib {
+        c.env("SPELUNK_EMULATOR_LIB", lib);
+    }
+    c.output().expect("run spelunk")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("record-cli")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The emulator's VALGRIND_LIB directory and the workloads, or None (skip) when not built.
+fn emulator() -> Option<(PathBuf, PathBuf)> {
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    let lib = root().join("emulator/build/lib");
+    let wl = root().join("workloads/build");
+    if lib.join(format!("spelunk-{arch}-linux")).exists() && wl.join("stream").exists() {
+        return Some((lib, wl));
+    }
+    if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
+        panic!("emulator or workloads not built: run emulator/test.sh");
+    }
+    eprintln!("skipped: emulator not built (run emulator/test.sh)");
+    None
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn without_emulate_it_explains_and_fails() {
+    let dir = scratch("no-emulate");
+    let o = spelunk(&["record", "--", "true"], None, &dir);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    // No SPE PMU here (x86 CI) or no hardware recorder yet (Arm metal): either way, --emulate.
+    assert!(err.contains("--emulate"), "{err}");
+    assert!(!dir.join("perf.data").exists());
+}
+
+#[test]
+fn a_missing_emulator_is_a_clear_error() {
+    let dir = scratch("missing");
+    let o = spelunk(
+        &["record", "--emulate", "--", "true"],
+        Some(Path::new("/nonexistent/spelunk-emulator")),
+        &dir,
+    );
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("emulator/build.sh"), "{err}");
+    assert!(err.contains("/nonexistent/spelunk-emulator"), "{err}");
+}
+
+#[test]
+fn bad_options_are_refused_before_running_anything() {
+    let dir = scratch("bad-options");
+    let o = spelunk(
+        &["record", "--emulate", "-c", "100", "--", "true"],
+        None,
+        &dir,
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("multiples of 256"), "{}", stderr(&o));
+    let o = spelunk(
+        &["record", "--emulate", "--filter", "load,jump", "--", "true"],
+        None,
+        &dir,
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--filter jump"), "{}", stderr(&o));
+}
+
+#[test]
+fn program_output_and_exit_status_pass_through() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("passthrough");
+    let stream = wl.join("stream");
+    // A run that works: its stdout arrives, spelunk exits 0, both files exist.
+    let o = spelunk(
+        &[
+            "record",
+            "--emulate",
+            "-o",
+            "ok.data",
+            "--",
+            stream.to_str().unwrap(),
+            "-n",
+            "20000",
+            "-i",
+            "1",
+        ],
+        Some(&lib),
+        &dir,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Solution Validates"));
+    assert!(stderr(&o).contains("wrote ok.data"), "{}", stderr(&o));
+    assert!(dir.join("ok.data").exists());
+    assert!(dir.join("ok.data.spelunk.json").exists());
+    assert!(!dir.join("ok.data.emutrace").exists(), "trace removed");
+
+    // A program that fails: its usage message on stderr, its status (2) as spelunk's.
+    let o = spelunk(
+        &[
+            "record",
+            "--emulate",
+            "-o",
+            "bad.data",
+            "--keep-trace",
+            "--",
+            stream.to_str().unwrap(),
+            "--no-such-option",
+        ],
+        Some(&lib),
+        &dir,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("usage: stream"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("exited with status 2"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(dir.join("bad.data").exists());
+    assert!(dir.join("bad.data.emutrace").exists(), "--keep-trace");
+}

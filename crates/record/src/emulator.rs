@@ -1,0 +1,209 @@
+//! Running a program under spelunk's SPE/PMU emulator (the Valgrind tool in `emulator/`).
+//!
+//! The tool is found as a `VALGRIND_LIB` directory holding `spelunk-<arch>-linux` (what
+//! `emulator/build.sh` makes in `emulator/build/lib`). The program's stdin, stdout and stderr
+//! pass through untouched; Valgrind's own messages go to a log file that is returned for the
+//! caller to show when it says anything.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+/// Where the tool is: a directory usable as `VALGRIND_LIB`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmulatorInstall {
+    pub lib_dir: PathBuf,
+    /// The `valgrind` launcher to run.
+    pub valgrind: PathBuf,
+}
+
+/// Errors finding or starting the emulator. Each says what to do about it.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulatorError {
+    #[error(
+        "the emulator is not built (looked for {tool} in: {looked}). Build it with \
+         emulator/build.sh (needs gcc and valgrind: apt-get install valgrind gcc), or point \
+         SPELUNK_EMULATOR_LIB at the directory holding {tool}"
+    )]
+    NotBuilt { tool: String, looked: String },
+    #[error(
+        "valgrind not found ({0}): install it (apt-get install valgrind) or set VALGRIND to its path"
+    )]
+    NoValgrind(String),
+    #[error("cannot start {what}: {source}")]
+    Spawn {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The tool's file name on this host (`spelunk-amd64-linux`, `spelunk-arm64-linux`).
+pub fn tool_name() -> &'static str {
+    if cfg!(target_arch = "aarch64") {
+        "spelunk-arm64-linux"
+    } else {
+        "spelunk-amd64-linux"
+    }
+}
+
+impl EmulatorInstall {
+    /// Finds the tool: `$SPELUNK_EMULATOR_LIB` if set; else, relative to the running
+    /// executable, `emulator/build/lib` of the source tree it was built in
+    /// (`target/<profile>/spelunk` → `../../emulator/build/lib`) and `../lib/spelunk/emulator`
+    /// (an installed layout). `valgrind` is `$VALGRIND` or the one on PATH.
+    pub fn locate() -> Result<EmulatorInstall, EmulatorError> {
+        let mut candidates: Vec<PathBuf> = Vec::new();
+        if let Some(dir) = std::env::var_os("SPELUNK_EMULATOR_LIB") {
+            candidates.push(PathBuf::from(dir));
+        } else if let Ok(exe) = std::env::current_exe() {
+            let exe = exe.canonicalize().unwrap_or(exe);
+            if let Some(bin) = exe.parent() {
+                for up in [2usize, 3] {
+                    let mut root = bin.to_path_buf();
+                    for _ in 0..up {
+                        root.pop();
+                    }
+                    candidates.push(root.join("emulator/build/lib"));
+                }
+                candidates.push(bin.join("../lib/spelunk/emulator"));
+            }
+        }
+        let tool = tool_name();
+        let lib_dir = candidates
+            .iter()
+            .find(|d| d.join(tool).is_file())
+            .cloned()
+            .ok_or_else(|| EmulatorError::NotBuilt {
+                tool: tool.to_string(),
+                looked: candidates
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })?;
+        let valgrind = match std::env::var_os("VALGRIND") {
+            Some(v) => PathBuf::from(v),
+            None => find_on_path("valgrind")
+                .ok_or_else(|| EmulatorError::NoValgrind("not on PATH".into()))?,
+        };
+        Ok(EmulatorInstall { lib_dir, valgrind })
+    }
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The SPE and model settings of an emulated run, as the tool's options.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmulatorOptions {
+    /// SPE sampling interval in operations (`perf record -c`); the tool rounds it down to a
+    /// multiple of 256 as the hardware does.
+    pub period_ops: u64,
+    pub jitter: bool,
+    /// Operation types to keep: any of "load", "store", "branch"; empty keeps every type.
+    pub filter: Vec<String>,
+    pub min_latency_cycles: u32,
+    /// PMSEVFR_EL1 bits: keep records with all these events (0: no filter).
+    pub event_filter: u64,
+    pub collisions: bool,
+    /// Further tool options, passed as given (`--l2-size=2097152`, `--cores=8`, ...).
+    pub extra: Vec<String>,
+}
+
+impl Default for EmulatorOptions {
+    fn default() -> Self {
+        EmulatorOptions {
+            period_ops: 1024,
+            jitter: false,
+            filter: Vec::new(),
+            min_latency_cycles: 0,
+            event_filter: 0,
+            collisions: true,
+            extra: Vec::new(),
+        }
+    }
+}
+
+impl EmulatorOptions {
+    /// The tool options (after `--tool=spelunk`).
+    pub fn tool_args(&self, trace: &Path) -> Vec<OsString> {
+        let mut a: Vec<OsString> = Vec::new();
+        let mut out = OsString::from("--out=");
+        out.push(trace.as_os_str());
+        a.push(out);
+        a.push(format!("--period={}", self.period_ops).into());
+        a.push(format!("--jitter={}", yes_no(self.jitter)).into());
+        if !self.filter.is_empty() {
+            a.push(format!("--filter={}", self.filter.join(",")).into());
+        }
+        if self.min_latency_cycles > 0 {
+            a.push(format!("--min-latency={}", self.min_latency_cycles).into());
+        }
+        if self.event_filter != 0 {
+            a.push(format!("--event-filter={:#x}", self.event_filter).into());
+        }
+        a.push(format!("--collisions={}", yes_no(self.collisions)).into());
+        a.extend(self.extra.iter().map(OsString::from));
+        a
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// How the emulated program ended.
+#[derive(Debug)]
+pub struct EmulatedRun {
+    pub status: ExitStatus,
+    /// Valgrind's own messages (empty when it had nothing to say).
+    pub valgrind_log: String,
+}
+
+/// Runs `command` (program and arguments) under the tool, writing the trace to `trace`.
+/// Blocks until the program exits; its stdio is inherited.
+pub fn run(
+    install: &EmulatorInstall,
+    options: &EmulatorOptions,
+    trace: &Path,
+    command: &[OsString],
+) -> Result<EmulatedRun, EmulatorError> {
+    let log = trace.with_extension("valgrind.log");
+    let _ = std::fs::remove_file(&log);
+    let mut log_opt = OsString::from("--log-file=");
+    log_opt.push(log.as_os_str());
+    let mut cmd = Command::new(&install.valgrind);
+    cmd.env("VALGRIND_LIB", &install.lib_dir)
+        .arg("--tool=spelunk")
+        .arg("-q")
+        .arg("--fair-sched=yes")
+        .arg(log_opt)
+        .args(options.tool_args(trace))
+        .args(command)
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::inherit());
+    let status = cmd.status().map_err(|source| EmulatorError::Spawn {
+        what: install.valgrind.display().to_string(),
+        source,
+    })?;
+    let valgrind_log = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_file(&log);
+    Ok(EmulatedRun {
+        status,
+        valgrind_log,
+    })
+}
