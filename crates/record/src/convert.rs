@@ -347,6 +347,22 @@ pub fn convert(
         last_time_ns: u64,
         last_tid: u32,
     }
+    // One AUX buffer write of `cpu`, stamped with its last sample's time and thread.
+    let flush = |w: &mut SpeRecordingWriter, cpu: u32, c: &mut Chunk| -> Result<u64, PerfError> {
+        if c.bytes.is_empty() {
+            return Ok(0);
+        }
+        w.aux(
+            cpu,
+            Task::new(p, c.last_tid as i32),
+            c.last_time_ns,
+            AuxFlags(0),
+            &c.bytes,
+        )?;
+        let n = c.bytes.len() as u64;
+        c.bytes.clear();
+        Ok(n)
+    };
     let mut chunks: BTreeMap<u32, Chunk> = BTreeMap::new();
     let mut r = TraceReader::open(trace)?;
     let mut records = 0u64;
@@ -369,29 +385,12 @@ pub fn convert(
         *out.samples_per_cpu.entry(cpu).or_default() += 1;
         if c.bytes.len() >= AUX_CHUNK_BYTES {
             write_side_until(&mut w, c.last_time_ns)?;
-            w.aux(
-                cpu,
-                Task::new(p, c.last_tid as i32),
-                c.last_time_ns,
-                AuxFlags(0),
-                &c.bytes,
-            )?;
-            out.aux_bytes += c.bytes.len() as u64;
-            c.bytes.clear();
+            out.aux_bytes += flush(&mut w, cpu, c)?;
         }
     }
     write_side_until(&mut w, u64::MAX)?;
-    for (cpu, c) in &chunks {
-        if !c.bytes.is_empty() {
-            w.aux(
-                *cpu,
-                Task::new(p, c.last_tid as i32),
-                c.last_time_ns,
-                AuxFlags(0),
-                &c.bytes,
-            )?;
-            out.aux_bytes += c.bytes.len() as u64;
-        }
+    for (cpu, c) in chunks.iter_mut() {
+        out.aux_bytes += flush(&mut w, *cpu, c)?;
     }
     w.finish()?;
 

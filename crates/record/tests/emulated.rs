@@ -13,13 +13,11 @@
 //! The tool and the workloads must be built (`emulator/test.sh` does both and sets
 //! SPELUNK_REQUIRE_EMULATOR=1); otherwise these tests are skipped.
 
-use spelunk_decode::{decode, plan_from_perf, DecodeOptions};
 use spelunk_emutrace::{events, Trace};
 use spelunk_perf::sidecar::Sidecar;
-use spelunk_perf::PerfDataFile;
 use spelunk_record::emulator::{self, tool_name, EmulatorInstall, EmulatorOptions};
 use spelunk_record::{convert, Conversion};
-use spelunk_spe::SpeSample;
+use spelunk_testkit::decode_all;
 use spelunk_testkit::perf61::{parse_script, perf, predict_script, ScriptSample, SCRIPT_FIELDS};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -93,20 +91,6 @@ fn recorded() -> Option<&'static Recorded> {
         })
     })
     .as_ref()
-}
-
-fn decode_all(path: &Path) -> Vec<SpeSample> {
-    let file = PerfDataFile::open_spe(path).unwrap();
-    let (plan, losses) = plan_from_perf(&file);
-    assert!(!losses.any(), "{losses:?}");
-    let mut out = Vec::new();
-    let outcome = decode(&file, &plan, &DecodeOptions::default(), |s| {
-        out.push(*s);
-        Ok::<(), std::io::Error>(())
-    })
-    .unwrap();
-    assert!(!outcome.stats.has_losses(), "{:?}", outcome.stats);
-    out
 }
 
 #[test]

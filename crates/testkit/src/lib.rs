@@ -160,3 +160,26 @@ impl SynthRecording {
 }
 
 pub mod perf61;
+
+/// Every sample of a perf.data through spelunk's decode pipeline (reader, plan, parallel
+/// per-CPU decode, time conversion), asserting that nothing was lost: for tests that compare
+/// the whole decode with an oracle.
+pub fn decode_all(path: &Path) -> Vec<spelunk_spe::SpeSample> {
+    use spelunk_decode::{decode, plan_from_perf, DecodeOptions};
+    let file = spelunk_perf::PerfDataFile::open_spe(path).unwrap();
+    let (plan, losses) = plan_from_perf(&file);
+    assert!(!losses.any(), "{}: {losses:?}", path.display());
+    let mut out = Vec::new();
+    let outcome = decode(&file, &plan, &DecodeOptions::default(), |s| {
+        out.push(*s);
+        Ok::<(), std::io::Error>(())
+    })
+    .unwrap();
+    assert!(
+        !outcome.stats.has_losses(),
+        "{}: {:?}",
+        path.display(),
+        outcome.stats
+    );
+    out
+}

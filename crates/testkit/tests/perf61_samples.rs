@@ -16,29 +16,14 @@
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use spelunk_decode::{decode, plan_from_perf, DecodeOptions};
-use spelunk_perf::{AuxFlags, PerfDataFile, RecordingSpec, SpeRecordingWriter, Task, TimeConv};
+use spelunk_perf::{AuxFlags, RecordingSpec, SpeRecordingWriter, Task, TimeConv};
 use spelunk_spe::{
     CodeAddress, DataPhysicalAddress, DataVirtualAddress, Events, OpType, RecordLayout, SpeRecord,
-    SpeSample, Terminator,
+    Terminator,
 };
 use spelunk_testkit::perf61::{parse_script, perf, predict_script, ScriptSample, SCRIPT_FIELDS};
-use spelunk_testkit::SynthRecording;
+use spelunk_testkit::{decode_all, SynthRecording};
 use std::path::Path;
-
-fn decode_all(path: &Path) -> Vec<SpeSample> {
-    let file = PerfDataFile::open_spe(path).unwrap();
-    let (plan, losses) = plan_from_perf(&file);
-    assert!(!losses.any(), "{losses:?}");
-    let mut out = Vec::new();
-    let outcome = decode(&file, &plan, &DecodeOptions::default(), |s| {
-        out.push(*s);
-        Ok::<(), std::io::Error>(())
-    })
-    .unwrap();
-    assert!(!outcome.stats.has_losses(), "{:?}", outcome.stats);
-    out
-}
 
 fn compare(path: &Path) -> usize {
     let ours = decode_all(path);
