@@ -11,6 +11,7 @@ mod decode;
 mod diff;
 mod estimate;
 mod progress;
+mod record;
 mod recording;
 mod report;
 mod topdown;
@@ -31,6 +32,7 @@ enum Command {
     Decode(decode::DecodeArgs),
     Diff(diff::DiffArgs),
     Estimate(estimate::EstimateArgs),
+    Record(record::RecordArgs),
     Report(report::ReportArgs),
     Topdown(topdown::TopdownArgs),
 }
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Estimate(args) => estimate::run(args),
+        Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
         Command::Topdown(args) => topdown::run(args),
     };
