@@ -43,7 +43,7 @@ python: build
 # under target/tmp/html-report/browser/.
 browser:
 	@scripts/ensure-deps.sh browser
-	SPELUNK_BROWSER_TEST=1 $(CARGO) test --locked -p spelunk --test html_report html_report_in_headless_chromium -- --nocapture
+	SPELUNK_BROWSER_TEST=1 SPELUNK_REQUIRE_EMULATOR=1 $(CARGO) test --locked -p spelunk --test html_report html_report_in_headless_chromium -- --nocapture
 
 # Cross-build for aarch64 and run the decoder tests under qemu-aarch64.
 cross:

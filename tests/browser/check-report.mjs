@@ -75,7 +75,8 @@ function withPhases(spec) {
   const data = JSON.parse(html.slice(i, j));
   const dur = data.report.recording.duration_ns;
   data.report.phases = [['init', 0, dur / 3], ['sweep', dur / 3, (2 * dur) / 3], ['lookup', (2 * dur) / 3, dur]]
-    .map(([name, a, b]) => ({ name, start_ns: Math.round(a), end_ns: Math.round(b), ...data.report.totals }));
+    .map(([name, a, b]) => ({ name, instances: 1, threads: 1, duration_ns: Math.round(b) - Math.round(a), start_ns: Math.round(a), end_ns: Math.round(b), ...data.report.totals }));
+  data.report.phase_spans = data.report.phases.map((p) => ({ name: p.name, tid: 1, depth: 1, start_ns: p.start_ns, end_ns: p.end_ns }));
   data.report.objects.push({ name: 'kernel_object', kind: 'anonymous', dso: null, start: 424242, size: 4096,
     ...Object.fromEntries(Object.entries(data.report.totals).map(([k, v]) => [k, typeof v === 'number' ? 0 : Array.isArray(v) ? [] : null])) });
   const text = JSON.stringify(data).replace('"start":424242', `"start":${KERNEL_START}`).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026');
@@ -144,6 +145,13 @@ async function checkPage(browser, spec) {
   eq(`${n}: samples tile`, await page.textContent('#tile-samples .value'), int(rec.samples_selected));
   const interval = rec.sampling && rec.sampling.effective_interval !== null ? `${int(rec.sampling.effective_interval)} ops` : 'unknown';
   eq(`${n}: sampling interval tile`, await page.textContent('#tile-interval .value'), interval);
+  const q = rec.sampling_quality;
+  if (q) {
+    eq(`${n}: accuracy tile (eq. 1)`, await page.textContent('#tile-accuracy .value'), q.accuracy === null ? '-' : pct(q.accuracy));
+    eq(`${n}: sampling ratio tile`, await page.textContent('#tile-ratios .value'), q.sampling_ratio === null ? '-' : rustFixed(q.sampling_ratio, 6));
+  } else {
+    eq(`${n}: no sampling-quality tiles without counts`, await page.$('#sampling-quality'), null);
+  }
   check(`${n}: duration tile shows duration_ns`, (await page.textContent('#tile-duration .sub')) === `${int(rec.duration_ns)} ns`);
   const lossRows = await rows(page, 'losses');
   const lossKeys = ['undecodable_bytes', 'dropped_records', 'incomplete_records', 'truncated_packets', 'aux_truncated', 'aux_partial', 'aux_collision', 'lost_events', 'lost_records'];
@@ -276,7 +284,7 @@ async function checkPage(browser, spec) {
     const ph = await rows(page, 'phases');
     eq(`${n}: phase rows`, ph.map((r) => [r.name.text, r.start_ns.text, r.end_ns.text, r.samples.text]),
       json.phases.map((p) => [p.name, ns(p.start_ns), ns(p.end_ns), int(p.samples)]));
-    eq(`${n}: a band per phase on the timeline`, Number(await page.getAttribute('#timeline', 'data-phase-bands')), json.phases.length);
+    eq(`${n}: a band per phase instance on the timeline`, Number(await page.getAttribute('#timeline', 'data-phase-bands')), json.phase_spans.length);
   } else {
     eq(`${n}: no phase table without phases`, await page.$('#phases'), null);
   }

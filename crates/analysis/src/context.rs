@@ -1,14 +1,21 @@
 //! What the recording's sideband says about its processes: address spaces (MMAP/MMAP2, with
 //! fork inheritance), thread names (COMM), and how SPE sampled (the SPE event's attr and
-//! metadata). Built once per report from an indexed perf.data.
+//! metadata), plus what the recording's sidecar (`FILE.spelunk.json`, written by
+//! `spelunk record`) adds: phases and objects named through the annotation API, PMU counts.
+//! Built once per report from an indexed perf.data.
 
 use crate::estimate::{base_interval, effective_interval};
 use crate::maps::{AddressSpaces, Mapping};
 use crate::model::Sampling;
+use crate::objects::DataObjects;
+use crate::phases::PhaseIndex;
 use spelunk_perf::records::{MmapFileId, TaskEventKind};
+use spelunk_perf::sidecar::Sidecar;
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::CpuModel;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The recording's processes and sampling configuration.
 #[derive(Clone, Debug, Default)]
@@ -17,6 +24,12 @@ pub struct RecordingContext {
     /// tid → the thread's (last) name.
     pub thread_names: HashMap<u32, String>,
     pub sampling: Option<Sampling>,
+    /// The sidecar next to the perf.data, when there is one.
+    pub sidecar: Option<Arc<Sidecar>>,
+    /// Phases from the sidecar (empty without one).
+    pub phases: Arc<PhaseIndex>,
+    /// What could not be read (a damaged sidecar), for the report's problems list.
+    pub problems: Vec<String>,
 }
 
 fn u32_of(v: i32) -> Option<u32> {
@@ -101,10 +114,47 @@ impl RecordingContext {
                 note,
             }
         });
+        let mut problems = Vec::new();
+        let sidecar = match Sidecar::find(Path::new(file.path())) {
+            Ok(s) => s.map(Arc::new),
+            Err(e) => {
+                problems.push(format!("sidecar not used: {e}"));
+                None
+            }
+        };
+        let phases = Arc::new(
+            sidecar
+                .as_ref()
+                .map(|s| PhaseIndex::new(&s.phases))
+                .unwrap_or_default(),
+        );
         RecordingContext {
             spaces,
             thread_names,
             sampling,
+            sidecar,
+            phases,
+            problems,
         }
+    }
+
+    /// The processes' data objects: globals, regions and, from the sidecar, the objects named
+    /// through the annotation API (with their lifetimes).
+    pub fn data_objects(&self, symfs: Option<&PathBuf>) -> DataObjects {
+        let mut objects = DataObjects::build(&self.spaces, symfs);
+        if let Some(sc) = &self.sidecar {
+            let pids: Vec<u32> = self.spaces.pids().collect();
+            for o in &sc.objects {
+                // An object without a pid belongs to every recorded process.
+                let targets: Vec<u32> = match o.pid {
+                    Some(p) => vec![p],
+                    None => pids.clone(),
+                };
+                for pid in targets {
+                    objects.annotate(pid, o.address, o.size, &o.name, o.from_ns, o.until_ns);
+                }
+            }
+        }
+        objects
     }
 }

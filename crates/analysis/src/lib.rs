@@ -13,6 +13,7 @@ pub mod estimate;
 pub mod maps;
 pub mod model;
 pub mod objects;
+pub mod phases;
 pub mod profile;
 pub mod select;
 pub mod stats;

@@ -145,14 +145,63 @@ pub struct Timeline {
     pub points: Vec<TimelinePoint>,
 }
 
-/// A named phase (from the annotation API) and its samples.
+/// A named phase (from the annotation API) and the samples taken while it was open on their
+/// thread (summed over its instances and threads; nested phases overlap their parents).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PhaseRow {
     pub name: String,
+    /// Begin/end pairs recorded, and the threads they ran on.
+    pub instances: u64,
+    pub threads: u64,
+    /// Sum of the instances' durations (thread time in the phase).
+    pub duration_ns: u64,
+    /// First begin and last end, in ns since the first sample (0 when before it).
     pub start_ns: u64,
     pub end_ns: u64,
     #[serde(flatten)]
     pub stats: GroupStats,
+}
+
+/// One phase instance, for the timeline's bands (ns since the first sample).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseSpan {
+    pub name: String,
+    pub tid: u32,
+    /// 1 = outermost.
+    pub depth: u16,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// How well the samples represent the run, from PMU counts recorded with the profile (the
+/// emulator's, or a hardware run's): seed 000 table 2.2 and seed 003 eq. 1.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SamplingQuality {
+    /// Where the counts come from ("emulator").
+    pub counts_from: String,
+    pub sample_pop: Option<u64>,
+    pub sample_feed: Option<u64>,
+    pub sample_filtrate: Option<u64>,
+    pub sample_collision: Option<u64>,
+    /// SAMPLE_FEED / SAMPLE_POP.
+    pub sampling_ratio: Option<f64>,
+    /// SAMPLE_FILTRATE / SAMPLE_FEED.
+    pub filter_ratio: Option<f64>,
+    /// SAMPLE_COLLISION / SAMPLE_POP.
+    pub collision_ratio: Option<f64>,
+    /// Records in the perf.data, against SAMPLE_FILTRATE (what the sampler says it wrote).
+    pub samples_decoded: u64,
+    /// MEM_ACCESS counted over the run.
+    pub mem_access: Option<u64>,
+    /// Loads and stores decoded (all of them, whatever the report's filter).
+    pub memory_samples: u64,
+    /// The interval used for the estimate (the effective interval).
+    pub interval: Option<u64>,
+    /// memory_samples x interval.
+    pub estimated_mem_access: Option<u64>,
+    /// 1 - |MEM_ACCESS - memory_samples x interval| / MEM_ACCESS (seed 003 eq. 1).
+    pub accuracy: Option<f64>,
+    pub notes: Vec<String>,
 }
 
 /// The sampling interval the hardware applied (seed 000 §4.2.4, table 4.3).
@@ -195,6 +244,8 @@ pub struct RecordingInfo {
     pub samples_decoded: u64,
     pub samples_selected: u64,
     pub sampling: Option<Sampling>,
+    /// Present when the profile carries PMU counts (a sidecar).
+    pub sampling_quality: Option<SamplingQuality>,
     pub losses: Losses,
     /// Mapped files that could not be read for symbols here.
     pub missing_files: Vec<String>,
@@ -214,5 +265,7 @@ pub struct Report {
     pub threads: Vec<ThreadRow>,
     pub cpus: Vec<CpuRow>,
     pub phases: Vec<PhaseRow>,
+    /// Phase instances for the timeline (at most `ReportLimits::phase_spans`, earliest first).
+    pub phase_spans: Vec<PhaseSpan>,
     pub timeline: Timeline,
 }

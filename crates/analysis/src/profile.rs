@@ -10,8 +10,10 @@ use crate::agg::{Agg, OpKind};
 use crate::maps::AddressSpaces;
 use crate::model::*;
 use crate::objects::{DataObject, DataObjects};
+use crate::phases::PhaseIndex;
 use crate::stats::LatencyStats;
 use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer};
+use spelunk_perf::sidecar::Sidecar;
 use spelunk_spe::synth::Rng;
 use spelunk_spe::{DataSource, Event, Interpretation, SpeSample};
 use std::collections::{HashMap, HashSet};
@@ -107,6 +109,15 @@ pub struct Filter {
     pub event: Option<EventClass>,
     /// Only these (pid, PC) pairs (how `--symbol` is applied after a first pass).
     pub pcs: Option<HashSet<(Option<u32>, u64)>>,
+    /// Only samples taken while a phase of this name was open on their thread (`--phase`).
+    pub phase: Option<PhaseFilter>,
+}
+
+/// `--phase NAME`: the name and the recording's phases.
+#[derive(Clone, Debug)]
+pub struct PhaseFilter {
+    pub name: String,
+    pub index: Arc<PhaseIndex>,
 }
 
 impl Filter {
@@ -136,6 +147,9 @@ impl Filter {
         }
         if let Some(e) = self.event {
             v.push(format!("event {}", e.name()));
+        }
+        if let Some(p) = &self.phase {
+            v.push(format!("phase {}", p.name));
         }
         v
     }
@@ -176,6 +190,11 @@ impl Filter {
                 return false;
             }
         }
+        if let Some(ph) = &self.phase {
+            if !ph.index.in_phase(&ph.name, s.tid, s.time_ns) {
+                return false;
+            }
+        }
         self.event.is_none_or(|e| e.accepts(s, kind, ds))
     }
 }
@@ -188,6 +207,8 @@ pub struct ReportLimits {
     pub timeline_points: usize,
     /// Bucket width of the latency histograms (cycles).
     pub histogram_bucket: u16,
+    /// Phase instances listed for the timeline's bands.
+    pub phase_spans: usize,
 }
 
 impl Default for ReportLimits {
@@ -197,6 +218,7 @@ impl Default for ReportLimits {
             object_rows: 50,
             timeline_points: 20_000,
             histogram_bucket: 10,
+            phase_spans: 5_000,
         }
     }
 }
@@ -236,6 +258,10 @@ pub struct ProfileBuilder<'a> {
     timeline: Vec<RawPoint>,
     timeline_population: u64,
     rng: Rng,
+    phases: Arc<PhaseIndex>,
+    per_phase: HashMap<Arc<str>, Agg>,
+    /// Loads and stores among all decoded samples (for eq. 1 accuracy).
+    memory_decoded: u64,
 }
 
 impl<'a> ProfileBuilder<'a> {
@@ -262,7 +288,16 @@ impl<'a> ProfileBuilder<'a> {
             timeline: Vec::new(),
             timeline_population: 0,
             rng: Rng::new(0x5e1c),
+            phases: Arc::new(PhaseIndex::default()),
+            per_phase: HashMap::new(),
+            memory_decoded: 0,
         }
+    }
+
+    /// Attributes samples to the phases open on their thread (see [`crate::phases`]).
+    pub fn with_phases(mut self, phases: Arc<PhaseIndex>) -> Self {
+        self.phases = phases;
+        self
     }
 
     fn accepts(
@@ -294,10 +329,25 @@ impl<'a> ProfileBuilder<'a> {
             _ => None,
         };
         let pc = r.pc.map(|p| p.va());
+        if matches!(kind, OpKind::Load | OpKind::Store) {
+            self.memory_decoded += 1;
+        }
         if !self.accepts(s, kind, ds, pc) {
             return;
         }
         self.totals.add(r, kind, ds);
+        if !self.phases.is_empty() {
+            for p in self.phases.open_at(s.tid, s.time_ns) {
+                match self.per_phase.get_mut(&p.name) {
+                    Some(a) => a.add(r, kind, ds),
+                    None => {
+                        let mut a = Agg::default();
+                        a.add(r, kind, ds);
+                        self.per_phase.insert(p.name.clone(), a);
+                    }
+                }
+            }
+        }
         if let Some(pc) = pc {
             self.per_pc.entry((s.pid, pc)).or_default().add(r, kind, ds);
         }
@@ -360,9 +410,11 @@ impl<'a> ProfileBuilder<'a> {
         symbolizer: &mut CodeSymbolizer,
         thread_names: &HashMap<u32, String>,
         mut recording: RecordingInfo,
+        sidecar: Option<&Sidecar>,
     ) -> Report {
         let selected = self.totals.samples;
         let group = |a: &Agg| group_stats(a, selected);
+        let (phases, phase_spans) = self.phase_rows(self.first_time_ns.unwrap_or(0), &group);
         // Symbolize every unique PC in one batch.
         let pcs: Vec<(Option<u32>, u64)> = self.per_pc.keys().copied().collect();
         let mut requests = Vec::new();
@@ -558,6 +610,14 @@ impl<'a> ProfileBuilder<'a> {
             .collect();
         points.sort_by_key(|p| p.t_ns);
 
+        recording.sampling_quality = sidecar.and_then(|sc| {
+            sampling_quality(
+                sc,
+                self.decoded,
+                self.memory_decoded,
+                recording.sampling.as_ref(),
+            )
+        });
         recording.samples_decoded = self.decoded;
         recording.samples_selected = selected;
         recording.first_time_ns = self.first_time_ns;
@@ -576,13 +636,138 @@ impl<'a> ProfileBuilder<'a> {
             objects,
             threads,
             cpus,
-            phases: Vec::new(),
+            phases,
+            phase_spans,
             timeline: Timeline {
                 population: self.timeline_population,
                 points,
             },
         }
     }
+}
+
+impl ProfileBuilder<'_> {
+    /// One row per phase name (most samples first) and the instances for the timeline.
+    fn phase_rows(
+        &self,
+        t0: u64,
+        group: &dyn Fn(&Agg) -> GroupStats,
+    ) -> (Vec<PhaseRow>, Vec<PhaseSpan>) {
+        let empty = Agg::default();
+        let mut rows: Vec<PhaseRow> = Vec::new();
+        for name in self.phases.names() {
+            let inst: Vec<_> = self
+                .phases
+                .instances()
+                .iter()
+                .filter(|p| p.name == name)
+                .collect();
+            let mut tids: Vec<u32> = inst.iter().map(|p| p.tid).collect();
+            tids.sort_unstable();
+            tids.dedup();
+            rows.push(PhaseRow {
+                name: name.to_string(),
+                instances: inst.len() as u64,
+                threads: tids.len() as u64,
+                duration_ns: inst.iter().map(|p| p.end_ns - p.start_ns).sum(),
+                start_ns: inst
+                    .iter()
+                    .map(|p| p.start_ns.saturating_sub(t0))
+                    .min()
+                    .unwrap_or(0),
+                end_ns: inst
+                    .iter()
+                    .map(|p| p.end_ns.saturating_sub(t0))
+                    .max()
+                    .unwrap_or(0),
+                stats: group(self.per_phase.get(&name).unwrap_or(&empty)),
+            });
+        }
+        rows.sort_by(|a, b| {
+            b.stats
+                .samples
+                .cmp(&a.stats.samples)
+                .then_with(|| a.start_ns.cmp(&b.start_ns))
+        });
+        let spans = self
+            .phases
+            .instances()
+            .iter()
+            .take(self.limits.phase_spans)
+            .map(|p| PhaseSpan {
+                name: p.name.to_string(),
+                tid: p.tid,
+                depth: p.depth,
+                start_ns: p.start_ns.saturating_sub(t0),
+                end_ns: p.end_ns.saturating_sub(t0),
+            })
+            .collect();
+        (rows, spans)
+    }
+}
+
+/// Seed 000 table 2.2 ratios and seed 003 eq. 1 accuracy from the sidecar's counter totals;
+/// None when it has none of the counts.
+pub fn sampling_quality(
+    sc: &Sidecar,
+    decoded: u64,
+    memory_samples: u64,
+    sampling: Option<&Sampling>,
+) -> Option<SamplingQuality> {
+    let total = |n: &str| sc.counters.totals.get(n).copied();
+    let pop = total("SAMPLE_POP");
+    let feed = total("SAMPLE_FEED");
+    let filtrate = total("SAMPLE_FILTRATE");
+    let collision = total("SAMPLE_COLLISION");
+    let mem = total("MEM_ACCESS");
+    if [pop, feed, filtrate, collision, mem]
+        .iter()
+        .all(|v| v.is_none())
+    {
+        return None;
+    }
+    let div = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+        _ => None,
+    };
+    let interval = sampling.and_then(|s| s.effective_interval);
+    let estimated = interval.map(|i| memory_samples * i);
+    let accuracy = match (mem, estimated) {
+        (Some(m), Some(e)) if m > 0 => Some(1.0 - (m as f64 - e as f64).abs() / m as f64),
+        _ => None,
+    };
+    let mut notes = Vec::new();
+    if let (Some(f), true) = (filtrate, decoded > 0) {
+        if f != decoded {
+            notes.push(format!(
+                "the sampler wrote {f} records (SAMPLE_FILTRATE), the perf.data holds {decoded}"
+            ));
+        }
+    }
+    if accuracy.is_some_and(|a| a < 0.95) && sampling.is_some_and(|s| !s.jitter) {
+        notes.push(
+            "accuracy below 95% without jitter: a fixed interval can alias with loop lengths \
+             (record with --jitter)"
+                .into(),
+        );
+    }
+    Some(SamplingQuality {
+        counts_from: sc.source.clone(),
+        sample_pop: pop,
+        sample_feed: feed,
+        sample_filtrate: filtrate,
+        sample_collision: collision,
+        sampling_ratio: div(feed, pop),
+        filter_ratio: div(filtrate, feed),
+        collision_ratio: div(collision, pop),
+        samples_decoded: decoded,
+        mem_access: mem,
+        memory_samples,
+        interval,
+        estimated_mem_access: estimated,
+        accuracy,
+        notes,
+    })
 }
 
 fn ratio(n: u64, d: u64) -> f64 {

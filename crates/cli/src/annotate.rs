@@ -61,7 +61,7 @@ pub struct AnnotateArgs {
 
 pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     let rec = Recording::open(&args.file, &args.interp)?;
-    let filter = args.filter.filter()?;
+    let filter = args.filter.filter(&rec.ctx)?;
     let described = filter.describe();
     let mut sel = Selector::new(&rec.interp, filter);
     let mut per_pc: HashMap<(Option<u32>, u64), Agg> = HashMap::new();

@@ -5,7 +5,6 @@
 use anyhow::{bail, Context};
 use clap::Args;
 use spelunk_analysis::c2c::{C2cBuilder, C2cReport, LineScan, C2C_SCHEMA};
-use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::select::Selector;
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use std::path::PathBuf;
@@ -69,7 +68,7 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
         );
     }
     let rec = Recording::open(&args.file, &args.interp)?;
-    let filter = args.filter.filter()?;
+    let filter = args.filter.filter(&rec.ctx)?;
     let described = filter.describe();
 
     // Pass 1: which lines saw peer snoops.
@@ -109,7 +108,7 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
             }
         })?;
     }
-    let objects = DataObjects::build(&rec.ctx.spaces, args.symfs.as_ref());
+    let objects = rec.ctx.data_objects(args.symfs.as_ref());
     let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
     let (lines, totals) = builder.finish(
         &rec.ctx.spaces,

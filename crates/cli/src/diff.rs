@@ -6,7 +6,6 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_analysis::diff::{diff, DiffReport};
 use spelunk_analysis::model::{RecordingInfo, Report};
-use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use std::path::{Path, PathBuf};
@@ -70,8 +69,8 @@ pub struct DiffArgs {
 
 fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     let rec = Recording::open(path, &args.interp)?;
-    let filter = args.filter.filter()?;
-    let objects = DataObjects::build(&rec.ctx.spaces, args.symfs.as_ref());
+    let filter = args.filter.filter(&rec.ctx)?;
+    let objects = rec.ctx.data_objects(args.symfs.as_ref());
     let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
     let limits = ReportLimits {
         hotspot_rows: usize::MAX,
@@ -79,7 +78,8 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
         timeline_points: 0,
         ..Default::default()
     };
-    let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits);
+    let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
+        .with_phases(rec.ctx.phases.clone());
     let stats = rec.decode(|s| builder.add(s))?;
     let info = RecordingInfo {
         file: rec.path().to_string(),
@@ -91,6 +91,7 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
         &mut symbolizer,
         &rec.ctx.thread_names,
         info,
+        rec.ctx.sidecar.as_deref(),
     );
     if r.recording.samples_selected == 0 {
         bail!(

@@ -129,7 +129,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         bail!("--interval must be at least 1");
     }
     let rec = Recording::open(&args.file, &args.interp)?;
-    let mut filter = args.filter.filter()?;
+    let mut filter = args.filter.filter(&rec.ctx)?;
     filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
     let mut selection = filter.describe();
     let mut sel = Selector::new(&rec.interp, filter);

@@ -7,7 +7,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 use spelunk_analysis::context::RecordingContext;
 use spelunk_analysis::model::Losses;
-use spelunk_analysis::profile::{EventClass, Filter};
+use spelunk_analysis::profile::{EventClass, Filter, PhaseFilter};
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_decode::{plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError};
 use spelunk_perf::PerfDataFile;
@@ -40,6 +40,11 @@ pub struct FilterArgs {
     /// Only samples in [FROM,TO) seconds since the first sample (e.g. 0.5,1.25)
     #[arg(long, value_name = "FROM,TO")]
     pub time_range: Option<String>,
+
+    /// Only samples taken while this phase (spelunk_phase_begin/end, from the sidecar) was open
+    /// on their thread
+    #[arg(long, value_name = "NAME")]
+    pub phase: Option<String>,
 }
 
 /// A number in decimal or 0x-hex.
@@ -72,7 +77,8 @@ pub fn pc_range(s: &str) -> anyhow::Result<(u64, u64)> {
 }
 
 impl FilterArgs {
-    pub fn filter(&self) -> anyhow::Result<Filter> {
+    /// The filter, with `--phase` checked against the recording's phases.
+    pub fn filter(&self, ctx: &RecordingContext) -> anyhow::Result<Filter> {
         let event = match &self.event {
             Some(e) => Some(EventClass::parse(e).ok_or_else(|| {
                 let known: Vec<&str> = EventClass::ALL.iter().map(|(n, _)| *n).collect();
@@ -92,8 +98,40 @@ impl FilterArgs {
             pc_range: None,
             event,
             pcs: None,
+            phase: self
+                .phase
+                .as_deref()
+                .map(|name| phase_filter(ctx, name))
+                .transpose()?,
         })
     }
+}
+
+/// `--phase NAME` against the recording's phases: a name it does not have is an error that
+/// lists the names it has.
+pub fn phase_filter(ctx: &RecordingContext, name: &str) -> anyhow::Result<PhaseFilter> {
+    if ctx.sidecar.is_none() {
+        bail!(
+            "--phase {name}: this recording has no sidecar (FILE.spelunk.json), so no phases; \
+             phases are recorded by `spelunk record` from spelunk_phase_begin/end calls"
+        );
+    }
+    let names = ctx.phases.names();
+    if !names.iter().any(|n| &**n == name) {
+        let known: Vec<&str> = names.iter().map(|n| &**n).collect();
+        bail!(
+            "--phase {name}: no such phase; the recording has {}",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        );
+    }
+    Ok(PhaseFilter {
+        name: name.to_string(),
+        index: ctx.phases.clone(),
+    })
 }
 
 /// An opened recording, ready to decode.

@@ -3,21 +3,16 @@
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use spelunk_analysis::context::RecordingContext;
-use spelunk_analysis::model::{Losses, RecordingInfo, Report};
-use spelunk_analysis::objects::DataObjects;
-use spelunk_analysis::profile::{EventClass, Filter, ProfileBuilder, ReportLimits};
+use spelunk_analysis::model::{RecordingInfo, Report};
+use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
-use spelunk_decode::{plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError};
-use spelunk_perf::PerfDataFile;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
-use spelunk_spe::{DecodeStats, Interpretation};
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::common::CpuArgs;
+use crate::recording::{pc_range, FilterArgs, Recording};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum By {
@@ -40,6 +35,7 @@ Examples:
   spelunk report perf.data --by line --event l1d-miss
   spelunk report perf.data --symbol triad --by instruction
   spelunk report perf.data --time-range 0.5,1.0 --tid 4243
+  spelunk report perf.data --phase triad       # phases named with include/spelunk.h
   spelunk report perf.data --json > report.json
   spelunk report perf.data --html report.html  # one self-contained page, opens offline
   spelunk report perf.data --html report.html --topdown topdown.json
@@ -67,25 +63,8 @@ pub struct ReportArgs {
     #[arg(long, value_enum, default_value = "function")]
     pub by: By,
 
-    /// Only samples of this event class (see below)
-    #[arg(long, value_name = "CLASS")]
-    pub event: Option<String>,
-
-    /// Only these processes (comma-separated)
-    #[arg(long, value_delimiter = ',')]
-    pub pid: Vec<u32>,
-
-    /// Only these threads (comma-separated)
-    #[arg(long, value_delimiter = ',')]
-    pub tid: Vec<u32>,
-
-    /// Only samples from these CPUs (comma-separated)
-    #[arg(long = "cpu", value_delimiter = ',')]
-    pub cpus: Vec<u32>,
-
-    /// Only samples in [FROM,TO) seconds since the first sample (e.g. 0.5,1.25)
-    #[arg(long, value_name = "FROM,TO")]
-    pub time_range: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterArgs,
 
     /// Only samples whose PC is in [FROM,TO) (hex or decimal)
     #[arg(long, value_name = "FROM,TO")]
@@ -107,136 +86,54 @@ pub struct ReportArgs {
     pub interp: CpuArgs,
 }
 
-fn parse_u64(s: &str) -> Option<u64> {
-    let s = s.trim();
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
-
-fn pair<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow::Result<(T, T)> {
-    let Some((a, b)) = s.split_once(',') else {
-        bail!("{what} '{s}': expected FROM,TO")
-    };
-    match (parse(a), parse(b)) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => bail!("{what} '{s}': expected two numbers FROM,TO"),
-    }
-}
-
-fn filter_from(args: &ReportArgs) -> anyhow::Result<Filter> {
-    let event = match &args.event {
-        Some(e) => Some(EventClass::parse(e).ok_or_else(|| {
-            let known: Vec<&str> = EventClass::ALL.iter().map(|(n, _)| *n).collect();
-            anyhow::anyhow!("unknown event class '{e}'; known: {}", known.join(", "))
-        })?),
-        None => None,
-    };
-    Ok(Filter {
-        pids: args.pid.clone(),
-        tids: args.tid.clone(),
-        cpus: args.cpus.clone(),
-        time_range_s: args
-            .time_range
-            .as_deref()
-            .map(|s| pair(s, "--time-range", |x| x.trim().parse::<f64>().ok()))
-            .transpose()?,
-        pc_range: args
-            .pc_range
-            .as_deref()
-            .map(|s| pair(s, "--pc-range", parse_u64))
-            .transpose()?,
-        event,
-        pcs: None,
-    })
-}
-
-/// Decodes `file` once, feeding every sample to `f`; returns the decoder's counters.
-fn decode_all(
-    file: &PerfDataFile,
-    plan: &DecodePlan,
-    mut f: impl FnMut(&spelunk_spe::SpeSample),
-) -> anyhow::Result<DecodeStats> {
-    let outcome = spelunk_decode::decode(file, plan, &DecodeOptions::default(), |s| {
-        f(s);
-        Ok::<(), std::convert::Infallible>(())
-    });
-    match outcome {
-        Ok(o) => Ok(o.stats),
-        Err(PipelineError::Sink(never)) => match never {},
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn losses(stats: &DecodeStats, c: &ContainerLosses) -> Losses {
-    Losses {
-        undecodable_bytes: stats.bad_bytes,
-        dropped_records: stats.dropped_records,
-        incomplete_records: stats.incomplete_records,
-        truncated_packets: stats.truncated_packets,
-        aux_truncated: c.aux_truncated,
-        aux_partial: c.aux_partial,
-        aux_collision: c.aux_collision,
-        lost_events: c.lost_events,
-        lost_records: c.lost_records,
-        problems: c.problems.clone(),
-    }
-}
-
 /// Builds the report (shared with the HTML output).
 pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
-    let file = PerfDataFile::open_spe(&args.file)?;
-    let (plan, container) = plan_from_perf(&file);
-    let interp: Interpretation = args.interp.interpretation(&file, &plan.streams)?;
-    let ctx = RecordingContext::from_perf(&file);
-    let objects = DataObjects::build(&ctx.spaces, args.symfs.as_ref());
+    let rec = Recording::open(&args.file, &args.interp)?;
+    let objects = rec.ctx.data_objects(args.symfs.as_ref());
     let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
     let limits = ReportLimits {
         hotspot_rows: args.limit.max(50),
         object_rows: args.limit.max(50),
         ..Default::default()
     };
-    let mut filter = filter_from(args)?;
+    let mut filter = args.filter.filter(&rec.ctx)?;
+    filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
 
     if let Some(name) = &args.symbol {
         // First pass: the PCs of the recording; keep those in the named function.
-        let mut pass = ProfileBuilder::new(&interp, &objects, filter.clone(), limits);
-        decode_all(&file, &plan, |s| pass.add(s))?;
-        let pcs: Vec<(Option<u32>, u64)> = pass.pcs().collect();
-        let requests: Vec<_> = pcs
-            .iter()
-            .filter_map(|(pid, pc)| {
-                ctx.spaces
-                    .lookup(*pid, *pc, None)
-                    .map(|m| ((*pid, *pc), (m.clone(), *pc)))
-            })
-            .collect();
-        let locs =
-            symbolizer.symbolize(&requests.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>());
-        let keep: HashSet<(Option<u32>, u64)> = requests
-            .iter()
-            .zip(locs)
-            .filter(|(_, l)| l.function.as_deref() == Some(name.as_str()))
-            .map(|((k, _), _)| *k)
-            .collect();
+        let mut pass = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
+        rec.decode(|s| pass.add(s))?;
+        let keep = rec.pcs_in_function(&mut symbolizer, pass.pcs(), name);
         if keep.is_empty() {
-            bail!("{}: no samples in a function named '{name}' (check the name with `spelunk report {}`)", file.path(), file.path());
+            bail!(
+                "{}: no samples in a function named '{name}' (check the name with `spelunk report {}`)",
+                rec.path(),
+                rec.path()
+            );
         }
         filter.pcs = Some(keep);
     }
 
-    let mut builder = ProfileBuilder::new(&interp, &objects, filter, limits);
-    let stats = decode_all(&file, &plan, |s| builder.add(s))?;
+    let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
+        .with_phases(rec.ctx.phases.clone());
+    let stats = rec.decode(|s| builder.add(s))?;
+    let mut losses = rec.losses(&stats);
+    losses.problems.extend(rec.ctx.problems.iter().cloned());
     let info = RecordingInfo {
-        file: file.path().to_string(),
-        cpu_model: interp.default.model.map(|m| m.name().to_string()),
-        midr: file.features.midr().map(|m| m.to_string()),
-        sampling: ctx.sampling.clone(),
-        losses: losses(&stats, &container),
+        file: rec.path().to_string(),
+        cpu_model: rec.interp.default.model.map(|m| m.name().to_string()),
+        midr: rec.file.features.midr().map(|m| m.to_string()),
+        sampling: rec.ctx.sampling.clone(),
+        losses,
         ..Default::default()
     };
-    Ok(builder.finish(&ctx.spaces, &mut symbolizer, &ctx.thread_names, info))
+    Ok(builder.finish(
+        &rec.ctx.spaces,
+        &mut symbolizer,
+        &rec.ctx.thread_names,
+        info,
+        rec.ctx.sidecar.as_deref(),
+    ))
 }
 
 /// Reads the output of `spelunk topdown --json` for the HTML page.

@@ -35,6 +35,27 @@ fn tool(cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The emulator's VALGRIND_LIB directory and the workloads, or None when not built (the
+/// emulated page is then left out; SPELUNK_REQUIRE_EMULATOR=1 makes that an error).
+fn emulator() -> Option<(PathBuf, PathBuf)> {
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = root.join("emulator/build/lib");
+    let wl = root.join("workloads/build");
+    if lib.join(format!("spelunk-{arch}-linux")).exists() && wl.join("stream").exists() {
+        return Some((lib, wl));
+    }
+    if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
+        panic!("emulator or workloads not built: run emulator/test.sh");
+    }
+    eprintln!("note: emulator not built; the emulated page is left out (run emulator/test.sh)");
+    None
+}
+
 /// A directory under the cargo target directory (kept, so humans can open the pages).
 fn outdir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -602,7 +623,38 @@ fn html_report_in_headless_chromium() {
     assert_eq!(j["timeline"]["points"].as_array().unwrap().len(), 20_000);
     std::fs::write(&large_json, text).unwrap();
 
-    let manifest = serde_json::json!({
+    // A recording of a real program under the emulator (phases, annotated objects, PMU counts
+    // in the sidecar), when the emulator is built (make test builds it before this test).
+    let mut pages = Vec::new();
+    if let Some((lib, wl)) = emulator() {
+        let data = dir.join("stream.data");
+        let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+            .env("SPELUNK_EMULATOR_LIB", &lib)
+            .args(["record", "--emulate", "--jitter", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(wl.join("stream"))
+            .args(["-n", "100000", "-i", "2", "-t", "2"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let html = dir.join("stream.html");
+        let json = dir.join("stream.json");
+        let (j, text) = report_html_text(&data, &html, &[]);
+        assert_eq!(j["phases"].as_array().unwrap().len(), 5, "init + 4 kernels");
+        assert!(j["recording"]["sampling_quality"]["accuracy"].is_number());
+        std::fs::write(&json, text).unwrap();
+        pages.push(serde_json::json!({
+            "name": "emulated-stream",
+            "html": html, "json": json, "topdown": null,
+            "screenshot": dir.join("stream.png"),
+        }));
+    }
+    let mut manifest = serde_json::json!({
         "pages": [
             {
                 "name": "planted",
@@ -618,6 +670,7 @@ fn html_report_in_headless_chromium() {
             },
         ]
     });
+    manifest["pages"].as_array_mut().unwrap().extend(pages);
     let manifest_path = dir.join("manifest.json");
     std::fs::write(&manifest_path, manifest.to_string()).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/browser/check-report.mjs");

@@ -272,6 +272,18 @@
       tile('tile-ops', 'operations', fmt.int(t.loads) + ' loads', fmt.int(t.stores) + ' stores, ' + fmt.int(t.branches) + ' branches (' + fmt.int(t.mispredicts) + ' mispredicted), ' + fmt.int(t.other) + ' other'),
       tile('tile-latency', 'load latency (mean)', t.load_latency ? fmt.lat(t.load_latency.mean) + ' cycles' : '-',
         t.load_latency ? 'p50 ' + t.load_latency.p50 + ', p99 ' + t.load_latency.p99 + ', max ' + t.load_latency.max + '; exec mean ' + (t.load_exec_latency ? fmt.lat(t.load_exec_latency.mean) : '-') : 'no loads with a latency')));
+    const q = rec.sampling_quality;
+    if (q) {
+      // seed 003 eq. 1 and seed 000 table 2.2, from the PMU counts recorded with the profile.
+      const ratio = (x) => (x === null || x === undefined ? '-' : fmt.fixed(x, 6));
+      const accSub = q.accuracy === null ? 'no MEM_ACCESS count or interval'
+        : '1 - |' + fmt.int(q.mem_access) + ' MEM_ACCESS - ' + fmt.int(q.memory_samples) + ' memory samples x ' + fmt.int(q.interval) + '| / MEM_ACCESS';
+      s.append(h('div', { class: 'tiles', id: 'sampling-quality' },
+        tile('tile-accuracy', 'sampling accuracy (seed 003 eq. 1)', q.accuracy === null ? '-' : fmt.pct(q.accuracy), accSub),
+        tile('tile-ratios', 'SPE sampling ratios (' + q.counts_from + ' counts)', ratio(q.sampling_ratio),
+          'sampling (FEED/POP); filter ' + ratio(q.filter_ratio) + ' (FILTRATE/FEED); collision ' + ratio(q.collision_ratio) + ' (COLLISION/POP)')));
+      q.notes.forEach((n) => s.append(h('div', { class: 'warnbox', text: n })));
+    }
     if (R.filter && R.filter.length) {
       s.append(h('div', { class: 'chips', id: 'filter' }, h('span', { class: 'note', text: 'filter:' }), R.filter.map((f) => h('span', { class: 'chip', text: f }))));
     }
@@ -429,11 +441,13 @@
   // ---------- phases
   function renderPhases() {
     if (!R.phases || !R.phases.length) return;
-    const s = section('phases-section', 'Phases', 'Named phases (annotation API) and their samples; shown as bands on the timeline.');
+    const s = section('phases-section', 'Phases', 'Named phases (annotation API): the samples taken while the phase was open on their thread (nested phases count in their parents too); first begin and last end since the first sample; thread time summed over instances. Instances are bands on the timeline.');
     s.append(table('phases', [
       col.text('name', 'phase', (p) => p.name, 'key'),
       { key: 'start_ns', label: 'start', num: true, value: (p) => p.start_ns, cell: (p, td, v) => { td.textContent = fmt.ns(v); } },
       { key: 'end_ns', label: 'end', num: true, value: (p) => p.end_ns, cell: (p, td, v) => { td.textContent = fmt.ns(v); } },
+      { key: 'instances', label: 'instances', num: true, value: (p) => p.instances, cell: (p, td, v) => { td.textContent = fmt.int(v); } },
+      { key: 'duration_ns', label: 'thread time', num: true, value: (p) => p.duration_ns, cell: (p, td, v) => { td.textContent = fmt.ns(v); } },
       ...statCols,
     ], R.phases));
   }
@@ -498,7 +512,12 @@
           drawClear: [(u) => {
             const ctx = u.ctx;
             let bands = 0;
-            (R.phases || []).forEach((ph, i) => {
+            // One band per phase instance, coloured by phase name (bands of threads overlap).
+            const spans = R.phase_spans || [];
+            const names = [...new Set(spans.map((p) => p.name))];
+            const labelledUntil = new Map(); // one label where instances of a name overlap
+            spans.forEach((ph) => {
+              const i = names.indexOf(ph.name);
               const x0 = u.valToPos(ph.start_ns / 1e6, 'x', true);
               const x1 = u.valToPos(ph.end_ns / 1e6, 'x', true);
               const l = Math.max(u.bbox.left, Math.min(x0, x1)), r = Math.min(u.bbox.left + u.bbox.width, Math.max(x0, x1));
@@ -508,7 +527,10 @@
               ctx.fillRect(l, u.bbox.top, r - l, u.bbox.height);
               ctx.fillStyle = '#3a4355';
               ctx.font = (12 * uPlot.pxRatio) + 'px system-ui, sans-serif';
-              ctx.fillText(ph.name, l + 4 * uPlot.pxRatio, u.bbox.top + 14 * uPlot.pxRatio, Math.max(0, r - l - 8 * uPlot.pxRatio));
+              if (!(ph.start_ns < (labelledUntil.get(ph.name) ?? -1))) {
+                ctx.fillText(ph.name, l + 4 * uPlot.pxRatio, u.bbox.top + 14 * uPlot.pxRatio, Math.max(0, r - l - 8 * uPlot.pxRatio));
+                labelledUntil.set(ph.name, ph.end_ns);
+              }
               ctx.restore();
               bands++;
             });

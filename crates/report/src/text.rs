@@ -183,6 +183,29 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
             s.note.as_ref().map_or(String::new(), |n| format!("; {n}")),
         );
     }
+    if let Some(q) = &rec.sampling_quality {
+        let ratio = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.6}"));
+        let _ = writeln!(
+            o,
+            "  sampling ratios ({} counts): sampling {}, filter {}, collision {}",
+            q.counts_from,
+            ratio(q.sampling_ratio),
+            ratio(q.filter_ratio),
+            ratio(q.collision_ratio)
+        );
+        if let (Some(a), Some(m), Some(e)) = (q.accuracy, q.mem_access, q.estimated_mem_access) {
+            let _ = writeln!(
+                o,
+                "  accuracy (seed 003 eq. 1): {} = 1 - |{m} MEM_ACCESS - {} memory samples x {} | / {m} (estimate {e})",
+                pct(a),
+                q.memory_samples,
+                q.interval.unwrap_or(0),
+            );
+        }
+        for n in &q.notes {
+            let _ = writeln!(o, "    note: {n}");
+        }
+    }
     let l = &rec.losses;
     let lost = [
         (l.undecodable_bytes, "undecodable bytes"),
@@ -297,6 +320,43 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
                 ob.name.clone(),
                 ob.kind.clone(),
                 ob.size.to_string(),
+            ]);
+        }
+        tb.render(&mut o);
+    }
+
+    if !r.phases.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nPhases (samples taken while the phase was open on their thread)"
+        );
+        let mut tb = Table::new(&[
+            ("share", false),
+            ("samples", false),
+            ("loads", false),
+            ("stores", false),
+            ("ld lat", false),
+            ("L1D miss", false),
+            ("top source", true),
+            ("instances", false),
+            ("threads", false),
+            ("time", false),
+            ("phase", true),
+        ]);
+        for ph in r.phases.iter().take(opt.rows) {
+            let g = &ph.stats;
+            tb.row(vec![
+                pct(g.share),
+                g.samples.to_string(),
+                g.loads.to_string(),
+                g.stores.to_string(),
+                lat_mean(&g.load_latency),
+                g.l1d_miss.to_string(),
+                top_source(g),
+                ph.instances.to_string(),
+                ph.threads.to_string(),
+                ns(ph.duration_ns),
+                ph.name.clone(),
             ]);
         }
         tb.render(&mut o);
