@@ -7,7 +7,7 @@ export CARGO_TERM_COLOR ?= never
 .PHONY: help deps demo test build fmt-check clippy unit emulator python browser cross fuzz-smoke bench
 
 help:
-	@echo "make demo   decode a real SPE buffer and a synthetic N1 recording, print summaries"
+	@echo "make demo   record STREAM under the emulated SPE, decode it, print the report (out/demo)"
 	@echo "make test   install what tests need, then fmt check, clippy, all tests"
 
 deps:

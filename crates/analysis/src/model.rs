@@ -238,6 +238,9 @@ pub struct RecordingInfo {
     pub file: String,
     pub cpu_model: Option<String>,
     pub midr: Option<String>,
+    /// Recorded under spelunk's emulator (the sidecar says so): every figure comes from its
+    /// model of the CPU, not from hardware.
+    pub emulated: bool,
     pub duration_ns: u64,
     pub first_time_ns: Option<u64>,
     /// Records decoded, and those the report's filter selected.

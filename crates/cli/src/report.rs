@@ -123,6 +123,11 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         file: rec.path().to_string(),
         cpu_model: rec.interp.default.model.map(|m| m.name().to_string()),
         midr: rec.file.features.midr().map(|m| m.to_string()),
+        emulated: rec
+            .ctx
+            .sidecar
+            .as_ref()
+            .is_some_and(|s| s.source == "emulator"),
         sampling: rec.ctx.sampling.clone(),
         losses,
         ..Default::default()

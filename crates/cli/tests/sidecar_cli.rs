@@ -126,6 +126,10 @@ fn phases_objects_and_sampling_quality_from_the_sidecar() {
     sidecar().write(&Sidecar::path_for(&data)).unwrap();
     let r = json_report(&data, &[]);
     assert_eq!(r["recording"]["samples_selected"], 190);
+    assert_eq!(
+        r["recording"]["emulated"], true,
+        "the sidecar's source is the emulator"
+    );
 
     // "load": main's 100 loads + worker's first 20 = 120, over 2 instances on 2 threads.
     let load = phase_row(&r, "load");
@@ -238,5 +242,6 @@ fn a_damaged_sidecar_is_reported_not_fatal() {
         "{problems:?}"
     );
     assert!(r["phases"].as_array().unwrap().is_empty());
+    assert_eq!(r["recording"]["emulated"], false);
     assert!(r["recording"]["sampling_quality"].is_null());
 }

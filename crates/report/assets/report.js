@@ -268,7 +268,7 @@
       tile('tile-duration', 'duration (first to last sample)', fmt.ns(rec.duration_ns), fmt.int(rec.duration_ns) + ' ns'),
       tile('tile-samples', 'samples selected', fmt.int(rec.samples_selected), fmt.int(rec.samples_decoded) + ' decoded'),
       tile('tile-interval', 'sampling interval applied', interval, intervalSub),
-      tile('tile-cpu', 'CPU', rec.cpu_model || '-', cpu),
+      tile('tile-cpu', rec.emulated ? 'CPU (emulated by spelunk)' : 'CPU', rec.cpu_model || '-', cpu),
       tile('tile-ops', 'operations', fmt.int(t.loads) + ' loads', fmt.int(t.stores) + ' stores, ' + fmt.int(t.branches) + ' branches (' + fmt.int(t.mispredicts) + ' mispredicted), ' + fmt.int(t.other) + ' other'),
       tile('tile-latency', 'load latency (mean)', t.load_latency ? fmt.lat(t.load_latency.mean) + ' cycles' : '-',
         t.load_latency ? 'p50 ' + t.load_latency.p50 + ', p99 ' + t.load_latency.p99 + ', max ' + t.load_latency.max + '; exec mean ' + (t.load_exec_latency ? fmt.lat(t.load_exec_latency.mean) : '-') : 'no loads with a latency')));

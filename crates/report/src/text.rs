@@ -163,7 +163,16 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         (None, Some(x)) => format!("unknown CPU (MIDR {x})"),
         _ => "unknown CPU".into(),
     };
-    let _ = writeln!(o, "  cpu: {cpu}; duration {}", ns(rec.duration_ns));
+    let emulated = if rec.emulated {
+        " [emulated by spelunk: figures come from its model, not hardware]"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        o,
+        "  cpu: {cpu}{emulated}; duration {}",
+        ns(rec.duration_ns)
+    );
     let _ = writeln!(
         o,
         "  samples: {} decoded, {} selected",
