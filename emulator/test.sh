@@ -34,5 +34,5 @@ make -s -C "$root/workloads"
 echo "== trace reader and acceptance tests"
 cd "$root"
 SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-emutrace -- --test-threads=2
-echo "== spelunk record --emulate: conversion against the trace and perf 6.1, the command's contract, issue 4 acceptance on the workloads"
-SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-record -p spelunk --test emulated --test record_cli --test emulated_workloads
+echo "== spelunk record --emulate: conversion against the trace and perf 6.1, the command's contract, issue 4 acceptance on the workloads, topdown --emulate against the trace"
+SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-record -p spelunk --test emulated --test record_cli --test emulated_workloads --test topdown_emulated

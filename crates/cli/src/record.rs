@@ -206,7 +206,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The program's exit status as a process exit code (128+N for signal N, as shells do).
-fn exit_code(status: &std::process::ExitStatus) -> u8 {
+pub(crate) fn exit_code(status: &std::process::ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     if let Some(c) = status.code() {
         return (c & 0xff) as u8;
@@ -217,7 +217,7 @@ fn exit_code(status: &std::process::ExitStatus) -> u8 {
         .unwrap_or(1)
 }
 
-fn describe(status: &std::process::ExitStatus) -> String {
+pub(crate) fn describe(status: &std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("status {c}"),

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 use spelunk_perf::counting::{
     self, CountingSession, GroupReading, LinuxPerfSys, OpenOptions, PerfSys, StoppedChild, Target,
 };
+use spelunk_perf::sidecar::Sidecar;
 use spelunk_pmu::catalog::{self, Catalog, Choice};
 use spelunk_pmu::compute::{Selection, StageFilter, Warning, WarningKind};
 use spelunk_pmu::counts::{delta, Measurement, RawReading};
@@ -17,6 +18,9 @@ use spelunk_pmu::report::{
     Source,
 };
 use spelunk_pmu::schedule::{schedule, Budget, Schedule};
+use spelunk_pmu::sidecar::{self, SidecarImport};
+use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -36,7 +40,9 @@ pub enum StageArg {
 /// evaluates Arm's top-down metrics for the detected core (Neoverse N1, N2, V1, V2, N3, V3,
 /// V3AE; other Arm cores get a generic Armv8/Armv9 catalog) and prints the stage-1 decision
 /// tree with the bottleneck marked, stage-2 groups, thresholds and sanity warnings.
-/// `--import` computes the same from `perf stat -x` output recorded elsewhere.
+/// `--emulate` counts the command under spelunk's emulated Neoverse N1 instead (any Linux
+/// machine); `--import` computes the same from `perf stat -x` output recorded elsewhere or from
+/// the sidecar of a `spelunk record --emulate` recording.
 /// Formulas, thresholds and multiplexing semantics: docs/topdown.md.
 #[derive(Args, Debug)]
 #[command(after_long_help = "\
@@ -51,9 +57,12 @@ Examples:
   spelunk topdown --list --cpu neoverse-v2          # groups and metrics of a catalog
   perf stat -x, -e r8,r11,r23,r24 -o counts.csv -- ./app
   spelunk topdown --import counts.csv --cpu neoverse-n1 --json
+  spelunk topdown --emulate -- ./app                # under the emulated Neoverse N1
+  spelunk topdown --emulate --per-phase -I 0.5 -- ./stream   # per annotated phase, 0.5 ms timeline
+  spelunk topdown --import perf.data --per-phase    # the sidecar of `spelunk record --emulate`
 
-Without a hardware PMU (e.g. an x86 or virtual machine) counting is impossible: import counts
-taken on an Arm machine instead. Emulated counting (--emulate) is planned, not available yet.")]
+Without a hardware PMU (e.g. an x86 or virtual machine) a live run is impossible: count under
+the emulator (--emulate), or import counts taken on an Arm machine (--import).")]
 pub struct TopdownArgs {
     /// Metric groups or metrics to compute, comma-separated (see --list)
     #[arg(
@@ -72,9 +81,10 @@ pub struct TopdownArgs {
     #[arg(long, value_enum, default_value = "all")]
     pub stage: StageArg,
 
-    /// Also print a timeline with one row per interval of MS milliseconds
+    /// Also print a timeline with one row per interval of MS milliseconds (fractions allowed
+    /// with --emulate and sidecars, e.g. 0.5; live runs read at most every 10 ms)
     #[arg(short = 'I', long = "interval", value_name = "MS")]
-    pub interval_ms: Option<u64>,
+    pub interval_ms: Option<f64>,
 
     /// Count an existing process (and the children it creates from now on)
     #[arg(short = 'p', long, value_name = "PID", conflicts_with_all = ["all_cpus", "cpus"])]
@@ -92,11 +102,37 @@ pub struct TopdownArgs {
     #[arg(long, value_name = "SECONDS")]
     pub duration: Option<f64>,
 
-    /// Do not count: compute from `perf stat -x, ...` or `-x; ...` output in FILE
-    #[arg(long, value_name = "FILE")]
+    /// Do not count: compute from FILE, either `perf stat -x, ...` or `-x; ...` output, or a
+    /// spelunk sidecar (FILE.spelunk.json, or a perf.data with its sidecar next to it)
+    #[arg(long, value_name = "FILE", conflicts_with = "emulate")]
     pub import: Option<PathBuf>,
 
-    /// Catalog to use instead of detecting it (required with --import unless --spec):
+    /// Count the command under spelunk's emulated Neoverse N1 (a Valgrind tool, emulator/;
+    /// works on any Linux machine, ~100x slower); the program's output and exit status pass
+    /// through
+    #[arg(long, conflicts_with_all = ["pid", "all_cpus", "cpus", "no_multiplex", "counters"])]
+    pub emulate: bool,
+
+    /// With --emulate: a further emulator option, passed as given (repeatable), e.g.
+    /// --emulator-opt=--l2-size=2097152 (all: emulator/spelunk-emu --help)
+    #[arg(
+        long = "emulator-opt",
+        value_name = "OPT",
+        allow_hyphen_values = true,
+        requires = "emulate"
+    )]
+    pub emulator_opts: Vec<String>,
+
+    /// With --emulate: keep the recording as FILE (a perf.data with SPE samples) and
+    /// FILE.spelunk.json, for `spelunk report` or a later --import
+    #[arg(long, value_name = "FILE", requires = "emulate")]
+    pub record: Option<PathBuf>,
+
+    /// With --emulate --record FILE: also keep the emulator's raw trace as FILE.emutrace
+    #[arg(long, requires = "record")]
+    pub keep_trace: bool,
+
+    /// Catalog to use instead of detecting it (required with --import of perf stat output):
     /// neoverse-n1, neoverse-n2-r0p2, neoverse-n2-r0p3, neoverse-n3, neoverse-v1, neoverse-v2,
     /// neoverse-v3, neoverse-v3ae, armv8, armv9
     #[arg(long, value_name = "NAME")]
@@ -106,9 +142,15 @@ pub struct TopdownArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "cpu")]
     pub spec: Option<PathBuf>,
 
-    /// With --import: also report each CPU/core/socket perf printed separately
+    /// With --import or --emulate: also report each CPU/core/socket (perf stat) or each
+    /// virtual core (sidecar) separately
     #[arg(long)]
     pub per_cpu: bool,
+
+    /// With a sidecar or --emulate: also report each phase annotated with include/spelunk.h
+    /// (counts from the phase's begin to its end, summed over its instances)
+    #[arg(long)]
+    pub per_phase: bool,
 
     /// Slots per cycle to use instead of the PMU's caps/slots or the catalog's width
     #[arg(long, value_name = "N")]
@@ -131,6 +173,10 @@ pub struct TopdownArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Write the report to FILE instead of standard output (which the command also writes to)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
     /// List the catalog's groups and metrics with their formulas, then exit
     #[arg(long)]
     pub list: bool,
@@ -150,10 +196,23 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
         print!("{}", list_catalog(&choice.catalog));
         return Ok(ExitCode::SUCCESS);
     }
-    let report = if let Some(file) = &args.import {
-        import(&args, file)?
+    if let Some(ms) = args.interval_ms {
+        if !(ms.is_finite() && ms > 0.0) {
+            bail!("-I {ms}: the interval must be a positive number of milliseconds");
+        }
+    }
+    if args.per_phase && !args.emulate && args.import.is_none() {
+        bail!(
+            "--per-phase needs phase annotations, which live counting does not see: use \
+             --emulate, or --import a recording's sidecar"
+        );
+    }
+    let (report, code) = if let Some(file) = &args.import {
+        (import(&args, file)?, ExitCode::SUCCESS)
+    } else if args.emulate {
+        emulate(&args)?
     } else {
-        live(&args, &LinuxPerfSys)?
+        (live(&args, &LinuxPerfSys)?, ExitCode::SUCCESS)
     };
     let out = if args.json {
         report::render_json(&report) + "\n"
@@ -162,8 +221,12 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
     } else {
         report::render_text(&report)
     };
-    print!("{out}");
-    Ok(ExitCode::SUCCESS)
+    match &args.output {
+        Some(path) => std::fs::write(path, out)
+            .with_context(|| format!("writing the report to {}", path.display()))?,
+        None => print!("{out}"),
+    }
+    Ok(code)
 }
 
 fn stage(args: &TopdownArgs) -> StageFilter {
@@ -218,14 +281,110 @@ fn list_catalog(c: &Catalog) -> String {
     s
 }
 
+/// What `--import FILE` holds.
+enum ImportInput {
+    PerfStat(String),
+    /// The sidecar and the path it was read from.
+    Sidecar(Box<Sidecar>, PathBuf),
+}
+
+/// Reads `--import FILE`: a sidecar (JSON), a perf.data (its sidecar next to it) or
+/// `perf stat -x` text.
+fn read_import(file: &Path) -> anyhow::Result<ImportInput> {
+    let bytes =
+        std::fs::read(file).with_context(|| format!("reading --import {}", file.display()))?;
+    if bytes.starts_with(b"PERFILE2") {
+        let side = Sidecar::path_for(file);
+        if !side.exists() {
+            bail!(
+                "{}: a perf.data without a spelunk sidecar ({} does not exist): spelunk topdown \
+                 reads counts from the sidecar `spelunk record --emulate` writes, or from \
+                 `perf stat -x,` output",
+                file.display(),
+                side.display()
+            );
+        }
+        let sc = Sidecar::read(&side)?;
+        return Ok(ImportInput::Sidecar(Box::new(sc), side));
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        return Ok(ImportInput::Sidecar(
+            Box::new(Sidecar::read(file)?),
+            file.to_path_buf(),
+        ));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        anyhow::anyhow!(
+            "{}: neither a spelunk sidecar, a perf.data nor `perf stat -x` text (not UTF-8 at \
+             byte {})",
+            file.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok(ImportInput::PerfStat(text))
+}
+
 fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
-    let choice = explicit_catalog(args)?.context(
-        "--import needs the CPU the counts were taken on: --cpu NAME (e.g. neoverse-n1) or --spec FILE",
-    )?;
-    let text = std::fs::read_to_string(file)
-        .with_context(|| format!("reading --import {}", file.display()))?;
     let name = file.display().to_string();
-    let imported = parse_perf_stat(&text, &name, &choice.catalog)?;
+    match read_import(file)? {
+        ImportInput::PerfStat(text) => {
+            let choice = explicit_catalog(args)?.context(
+                "--import of perf stat output needs the CPU the counts were taken on: --cpu NAME \
+                 (e.g. neoverse-n1) or --spec FILE",
+            )?;
+            if args.per_phase {
+                bail!("--per-phase: {name} is perf stat output, which has no phases (sidecars do)");
+            }
+            let imported = parse_perf_stat(&text, &name, &choice.catalog)?;
+            let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
+            Ok(import_report(
+                &imported,
+                &choice.catalog,
+                &sel,
+                ImportOptions {
+                    file: &name,
+                    per_scope: args.per_cpu,
+                    per_phase: false,
+                    slots: args.slots,
+                    notes: choice.note.into_iter().collect(),
+                },
+            ))
+        }
+        ImportInput::Sidecar(sc, path) => sidecar_report(args, &sc, &path),
+    }
+}
+
+/// The report of a sidecar's counters: the catalog of its CPU (or --cpu/--spec), per-core and
+/// phase scopes, intervals from its timeline.
+fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Result<Report> {
+    let name = path.display().to_string();
+    let detected = sidecar::catalog_for(sc, &name);
+    let choice = match explicit_catalog(args)? {
+        Some(mut c) => {
+            if let Ok(d) = &detected {
+                if d.catalog.id != c.catalog.id {
+                    c.note = Some(format!(
+                        "the counts are from a {} ({}); evaluated with {} as asked",
+                        sc.config
+                            .get("cpu_name")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("CPU"),
+                        d.catalog.id,
+                        c.catalog.id
+                    ));
+                }
+            }
+            c
+        }
+        None => detected?,
+    };
+    let opts = SidecarImport {
+        interval_ns: args
+            .interval_ms
+            .map(|ms| (ms * 1e6).round().max(1.0) as u64),
+    };
+    let imported = sidecar::import(sc, &name, &choice.catalog, opts)?;
     let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
     Ok(import_report(
         &imported,
@@ -234,10 +393,129 @@ fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
         ImportOptions {
             file: &name,
             per_scope: args.per_cpu,
+            per_phase: args.per_phase,
             slots: args.slots,
             notes: choice.note.into_iter().collect(),
         },
     ))
+}
+
+/// `--emulate`: runs the command under the emulator (as `spelunk record --emulate` does),
+/// converts its trace into a perf.data plus sidecar, and reports the sidecar's counts. Returns
+/// the report and the program's exit status as the exit code.
+fn emulate(args: &TopdownArgs) -> anyhow::Result<(Report, ExitCode)> {
+    if args.command.is_empty() {
+        bail!("--emulate needs the command to run after `--`");
+    }
+    let install = EmulatorInstall::locate()?;
+    let options = EmulatorOptions {
+        extra: args.emulator_opts.clone(),
+        ..EmulatorOptions::default()
+    };
+    // The recording: where the user asked, else a private directory removed afterwards.
+    let (perf_data, scratch) = match &args.record {
+        Some(p) => {
+            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+                if !dir.is_dir() {
+                    bail!("--record {}: no such directory", p.display());
+                }
+            }
+            (p.clone(), None)
+        }
+        None => {
+            let s = Scratch::new()?;
+            (s.0.join("perf.data"), Some(s))
+        }
+    };
+    let mut trace = perf_data.clone().into_os_string();
+    trace.push(".emutrace");
+    let trace = PathBuf::from(trace);
+    let command: Vec<OsString> = args.command.iter().map(OsString::from).collect();
+    eprintln!(
+        "spelunk topdown: running {} under the emulated Neoverse N1 (Valgrind; expect the \
+         program to run ~100x slower than natively)",
+        args.command[0]
+    );
+    let run = emulator::run(&install, &options, &trace, &command)?;
+    for line in run.valgrind_log.lines() {
+        eprintln!("spelunk topdown: valgrind: {line}");
+    }
+    if !trace.exists() {
+        bail!(
+            "the emulator wrote no trace ({}); {} exited with {}. If valgrind could not start \
+             the program, its messages are above",
+            trace.display(),
+            args.command[0],
+            crate::record::describe(&run.status)
+        );
+    }
+    let cmdline: Vec<String> = std::env::args().collect();
+    let conv = convert(&trace, &perf_data, &cmdline)
+        .with_context(|| format!("converting the emulator's trace {}", trace.display()))?;
+    if !args.keep_trace {
+        let _ = std::fs::remove_file(&trace);
+    }
+    for w in &conv.warnings {
+        eprintln!("spelunk topdown: warning: {w}");
+    }
+    let sc = Sidecar::read(&conv.sidecar)?;
+    let mut report = sidecar_report(args, &sc, &conv.sidecar).with_context(|| {
+        format!(
+            "{} exited with {}",
+            args.command[0],
+            crate::record::describe(&run.status)
+        )
+    })?;
+    report.source = Source {
+        kind: "emulated".into(),
+        detail: format!("{} ({})", args.command.join(" "), sidecar::describe(&sc)),
+    };
+    if !run.status.success() {
+        report.notes.push(format!(
+            "the command exited with {}",
+            crate::record::describe(&run.status)
+        ));
+    }
+    if let Some(p) = &args.record {
+        eprintln!(
+            "spelunk topdown: kept the recording {} and {}{}",
+            p.display(),
+            conv.sidecar.display(),
+            if args.keep_trace {
+                format!(" and {}", trace.display())
+            } else {
+                String::new()
+            }
+        );
+    }
+    drop(scratch);
+    Ok((
+        report,
+        ExitCode::from(crate::record::exit_code(&run.status)),
+    ))
+}
+
+/// A private temporary directory, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> anyhow::Result<Scratch> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir =
+            std::env::temp_dir().join(format!("spelunk-topdown-{}-{nanos}", std::process::id()));
+        std::fs::create_dir(&dir)
+            .with_context(|| format!("creating the temporary directory {}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Everything about counting on one core type.
@@ -253,10 +531,10 @@ struct Plan {
 }
 
 const NO_PMU_HELP: &str = "spelunk topdown counts with the CPU's hardware PMU, which this machine \
-does not offer. Nothing was counted. To analyse counts taken on an Arm machine: \
+does not offer. Nothing was counted. To count here, run the command under spelunk's emulated \
+Neoverse N1: `spelunk topdown --emulate -- CMD`. To analyse counts taken on an Arm machine: \
 `perf stat -x, -e <events> -o counts.csv -- CMD` there, then \
-`spelunk topdown --import counts.csv --cpu neoverse-n1` here (see --help). Emulated counting \
-(--emulate) is planned but not available yet";
+`spelunk topdown --import counts.csv --cpu neoverse-n1` here (see --help)";
 
 fn plan<S: PerfSys + ?Sized>(args: &TopdownArgs, sys: &S) -> anyhow::Result<Vec<Plan>> {
     let system = detect::detect(&args.sysfs_root).context(NO_PMU_HELP)?;
@@ -500,7 +778,7 @@ fn count_once<S: PerfSys + ?Sized>(
             .map(|(s, p)| Ok(to_raw(p, &s.read()?, offset)))
             .collect()
     };
-    let tick = Duration::from_millis(args.interval_ms.unwrap_or(100).max(10));
+    let tick = Duration::from_secs_f64(args.interval_ms.unwrap_or(100.0).max(10.0) / 1000.0);
     let mut intervals = Vec::new();
     let mut exit = None;
     loop {
@@ -839,7 +1117,9 @@ mod tests {
         assert!(err.contains("hardware PMU"), "{err}");
         assert!(err.contains("--import"), "{err}");
         assert!(err.contains("GenuineIntel"), "{err}");
-        assert!(err.contains("--emulate"), "{err}");
+        // --emulate is offered as available, not as a plan.
+        assert!(err.contains("`spelunk topdown --emulate -- CMD`"), "{err}");
+        assert!(!err.contains("not available"), "{err}");
     }
 
     #[test]
@@ -858,9 +1138,17 @@ mod tests {
 
     #[test]
     fn import_needs_a_cpu_and_list_works() {
-        let a = args(&["--import", "x.csv"]);
+        let dir = std::env::temp_dir().join(format!("spelunk-td-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("x.csv");
+        std::fs::write(&csv, "100,,r8,1000,100.00,,\n").unwrap();
+        let a = args(&["--import", csv.to_str().unwrap()]);
         let err = format!("{:#}", run(a).unwrap_err());
         assert!(err.contains("--cpu"), "{err}");
+        let a = args(&["--import", dir.join("missing.csv").to_str().unwrap()]);
+        let err = format!("{:#}", run(a).unwrap_err());
+        assert!(err.contains("missing.csv"), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
         let c = catalog::by_name("neoverse-v2").unwrap().catalog;
         let l = list_catalog(&c);
         assert!(l.contains("Topdown_L1 [stage 1]"), "{l}");

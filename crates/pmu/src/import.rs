@@ -41,12 +41,17 @@ const PERF_GENERIC: &[(&str, &str)] = &[
     ("itlb-load-misses", "L1I_TLB_REFILL"),
 ];
 
-/// Counts of an import, per scope and interval.
+/// Counts of an import (`perf stat -x` output or a spelunk sidecar, [`crate::sidecar`]), per
+/// scope and interval.
 #[derive(Clone, Debug, Default)]
 pub struct Imported {
     pub separator: char,
+    /// What was read, for the report's source line: `perf stat -x,`, `spelunk sidecar, ...`.
+    pub format: String,
     /// Scopes in order of first appearance: `None` = perf's aggregate, `Some("CPU3")` etc.
     pub scopes: Vec<ImportedScope>,
+    /// Annotated phases (sidecars only), one scope per phase name (`phase triad`).
+    pub phases: Vec<ImportedScope>,
     /// Notes about names that were mapped, ignored lines, duplicates.
     pub notes: Vec<String>,
 }
@@ -58,6 +63,8 @@ pub struct ImportedScope {
     pub total: Measurement,
     /// (interval end time in seconds, counts of that interval); empty without `-I`.
     pub intervals: Vec<(f64, Measurement)>,
+    /// What the report should say about this scope (e.g. a phase's instances).
+    pub notes: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -170,7 +177,9 @@ pub fn parse_perf_stat(text: &str, path: &str, catalog: &Catalog) -> Result<Impo
     let scopes = assemble(rows, &mut notes);
     Ok(Imported {
         separator: sep,
+        format: format!("perf stat -x{sep}"),
         scopes,
+        phases: Vec::new(),
         notes,
     })
 }

@@ -1,7 +1,8 @@
 //! PMU top-down methodology for Arm Neoverse: event catalogs per CPU ([`catalog`]), metric
 //! expressions ([`expr`]), counter scheduling ([`schedule`]), metric evaluation with the decision
 //! tree and sanity checks ([`compute`]), CPU detection from sysfs ([`detect`]), import of
-//! `perf stat -x` output ([`import`]) and report rendering ([`render`]).
+//! `perf stat -x` output ([`import`]) and of spelunk sidecars ([`sidecar`]), and report
+//! rendering ([`report`]).
 //!
 //! Nothing here touches the kernel: live counting lives in `spelunk_perf::counting`; this crate
 //! works on [`counts::Measurement`]s however they were obtained, so all of it is tested on any
@@ -17,6 +18,7 @@ pub mod expr;
 pub mod import;
 pub mod report;
 pub mod schedule;
+pub mod sidecar;
 
 pub use catalog::{Catalog, Metric, MetricGroup, Stage};
 pub use compute::{

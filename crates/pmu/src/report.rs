@@ -187,13 +187,17 @@ pub fn cpu_report(
 /// Options for a report built from an import.
 pub struct ImportOptions<'a> {
     pub file: &'a str,
+    /// Also report each CPU/core/socket scope of the input.
     pub per_scope: bool,
+    /// Also report each annotated phase (sidecars).
+    pub per_phase: bool,
     pub slots: Option<u32>,
     pub notes: Vec<String>,
 }
 
-/// A report from `perf stat -x` counts: one scope summed over everything perf printed, plus each
-/// perf scope (CPU, core, socket) when `per_scope`.
+/// A report from imported counts (`perf stat -x` output or a sidecar): one scope summed over
+/// every scope of the input, plus each input scope (CPU, core, socket) when `per_scope`, plus
+/// each phase when `per_phase`.
 pub fn import_report(
     imported: &Imported,
     catalog: &Catalog,
@@ -236,28 +240,51 @@ pub fn import_report(
         &sum_intervals,
         None,
     ));
+    let extra = |s: &crate::import::ImportedScope| {
+        let mut c = cpu.clone();
+        c.notes.extend(s.notes.iter().cloned());
+        scope_report(
+            s.id.as_deref().unwrap_or("?"),
+            catalog,
+            c,
+            selection,
+            &s.total,
+            &s.intervals,
+            None,
+        )
+    };
     if opts.per_scope {
-        for s in named {
-            scopes.push(scope_report(
-                s.id.as_deref().unwrap_or("?"),
-                catalog,
-                cpu.clone(),
-                selection,
-                &s.total,
-                &s.intervals,
-                None,
-            ));
-        }
+        scopes.extend(named.into_iter().map(extra));
     }
-    let sep = imported.separator;
+    let mut notes = imported.notes.clone();
+    if opts.per_phase {
+        scopes.extend(imported.phases.iter().map(extra));
+    } else if !imported.phases.is_empty() {
+        let names: Vec<&str> = imported
+            .phases
+            .iter()
+            .filter_map(|p| p.id.as_deref())
+            .map(|id| id.strip_prefix("phase ").unwrap_or(id))
+            .collect();
+        notes.push(format!(
+            "{} annotated phase(s) ({}): --per-phase reports each",
+            names.len(),
+            names.join(", ")
+        ));
+    }
+    let format = if imported.format.is_empty() {
+        format!("perf stat -x{}", imported.separator)
+    } else {
+        imported.format.clone()
+    };
     Report {
         schema: SCHEMA,
         source: Source {
             kind: "import".into(),
-            detail: format!("{} (perf stat -x{sep})", opts.file),
+            detail: format!("{} ({format})", opts.file),
         },
         scopes,
-        notes: imported.notes.clone(),
+        notes,
     }
 }
 
@@ -476,14 +503,27 @@ pub fn render_text(r: &Report) -> String {
             } else {
                 e.tree.iter().map(|t| t.metric.as_str()).collect()
             };
+            // Enough decimals to tell the intervals apart (emulated runs last milliseconds).
+            let step = s
+                .intervals
+                .windows(2)
+                .map(|w| w[1].time_s - w[0].time_s)
+                .filter(|d| *d > 0.0)
+                .fold(f64::INFINITY, f64::min);
+            let decimals = if step.is_finite() && step < 0.01 {
+                ((-step.log10()).ceil() as usize + 1).min(9)
+            } else {
+                3
+            };
+            let width = decimals + 7;
             let _ = writeln!(out, "\nTimeline");
-            let _ = write!(out, "  {:>10}", "time_s");
+            let _ = write!(out, "  {:>width$}", "time_s");
             for n in &names {
                 let _ = write!(out, " {:>24}", n);
             }
             let _ = writeln!(out, "  bottleneck");
             for iv in &s.intervals {
-                let _ = write!(out, "  {:>10.3}", iv.time_s);
+                let _ = write!(out, "  {:>width$.decimals$}", iv.time_s);
                 for n in &names {
                     let v = iv.metrics.get(*n).copied().flatten();
                     let units = e.metric(n).map(|m| m.units.as_str()).unwrap_or("");

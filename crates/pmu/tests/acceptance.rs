@@ -32,6 +32,7 @@ fn import(file: &str, cpu: &str, per_scope: bool) -> Report {
         ImportOptions {
             file,
             per_scope,
+            per_phase: false,
             slots: None,
             notes: Vec::new(),
         },

@@ -1,0 +1,431 @@
+//! `spelunk topdown --emulate -- workloads/...` end to end: the methodology's programs run
+//! under the emulated Neoverse N1 and the report is checked two ways:
+//!
+//! - against the emulator's own trace (kept with `--record FILE --keep-trace`) read by
+//!   spelunk-emutrace, with the metric formulas written out by hand below (Arm's N1
+//!   telemetry specification, docs/topdown.md) — not through spelunk-pmu's evaluator or its
+//!   sidecar import;
+//! - against what the programs are: the stride benchmark and a pointer chase through 64 MiB
+//!   (twice the 32 MiB system cache) are back-end bound with L1D/LL misses on most loads; STREAM
+//!   on L1-resident arrays is not.
+//!
+//! The tool and the workloads must be built (`emulator/test.sh` does both and sets
+//! SPELUNK_REQUIRE_EMULATOR=1); otherwise these tests are skipped.
+
+use serde_json::Value;
+use spelunk_emutrace::{events as ev, SnapshotReason, Trace};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The emulator's VALGRIND_LIB directory and the workloads, or None (skip) when not built.
+fn emulator() -> Option<(PathBuf, PathBuf)> {
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    let lib = root().join("emulator/build/lib");
+    let wl = root().join("workloads/build");
+    let needed = ["stride_benchmark", "lat_mem_rd", "stream", "false_sharing"];
+    if lib.join(format!("spelunk-{arch}-linux")).exists()
+        && needed.iter().all(|w| wl.join(w).exists())
+    {
+        return Some((lib, wl));
+    }
+    if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
+        panic!("emulator or workloads not built: run emulator/test.sh");
+    }
+    eprintln!("skipped: emulator not built (run emulator/test.sh)");
+    None
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("topdown-emulated")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn spelunk(args: &[&str], lib: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args(args)
+        .env("SPELUNK_EMULATOR_LIB", lib)
+        .output()
+        .expect("run spelunk")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).expect("topdown JSON")
+}
+
+fn scope<'a>(r: &'a Value, name: &str) -> &'a Value {
+    r["scopes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["scope"] == name
+                || (name == "all" && s["scope"].as_str().is_some_and(|n| n.starts_with("all")))
+        })
+        .unwrap_or_else(|| panic!("no scope {name}"))
+}
+
+fn metric(scope: &Value, name: &str) -> Option<f64> {
+    scope["totals"]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name}"))["value"]
+        .as_f64()
+}
+
+fn value(scope: &Value, name: &str) -> f64 {
+    metric(scope, name).unwrap_or_else(|| panic!("{}: {name} is n/a", scope["scope"]))
+}
+
+fn bottleneck(scope: &Value) -> Vec<String> {
+    scope["totals"]["bottleneck_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The N1 metrics this file checks, by hand from raw counts (`c(code)`), as Arm's N1
+/// specification defines them.
+fn expected(c: &dyn Fn(u32) -> u64) -> Vec<(&'static str, f64)> {
+    let f = |code| c(code) as f64;
+    let (cyc, inst) = (f(ev::CPU_CYCLES), f(ev::INST_RETIRED));
+    vec![
+        ("ipc", inst / cyc),
+        ("backend_stalled_cycles", f(ev::STALL_BACKEND) / cyc * 100.0),
+        (
+            "frontend_stalled_cycles",
+            f(ev::STALL_FRONTEND) / cyc * 100.0,
+        ),
+        ("l1d_cache_mpki", f(ev::L1D_CACHE_REFILL) / inst * 1000.0),
+        ("l2_cache_mpki", f(ev::L2D_CACHE_REFILL) / inst * 1000.0),
+        (
+            "ll_cache_read_mpki",
+            f(ev::LL_CACHE_MISS_RD) / inst * 1000.0,
+        ),
+        ("branch_mpki", f(ev::BR_MIS_PRED_RETIRED) / inst * 1000.0),
+        (
+            "l1d_cache_miss_ratio",
+            f(ev::L1D_CACHE_REFILL) / f(ev::L1D_CACHE),
+        ),
+    ]
+}
+
+#[track_caller]
+fn same(scope: &Value, want: &[(&str, f64)]) {
+    for (name, w) in want {
+        let got = value(scope, name);
+        assert!(
+            (got - w).abs() <= 1e-12 * w.abs().max(1.0),
+            "{}: {name} = {got}, the trace gives {w}",
+            scope["scope"]
+        );
+    }
+}
+
+const GROUPS: &str = "Cycle_Accounting,General,MPKI,Miss_Ratio";
+
+#[test]
+fn stride_benchmark_is_back_end_bound_and_matches_the_trace() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("stride");
+    let rec = dir.join("stride.data");
+    let out = dir.join("td.json");
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--per-phase",
+            "-m",
+            GROUPS,
+            "--json",
+            "-o",
+            s(&out),
+            "--record",
+            s(&rec),
+            "--keep-trace",
+            "--",
+            s(&wl.join("stride_benchmark")),
+            "200000",
+        ],
+        &lib,
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("Value = "),
+        "the program's stderr passes through: {err}"
+    );
+    let r = read_json(&out);
+    assert_eq!(r["source"]["kind"], "emulated");
+    assert_eq!(scope(&r, "all")["cpu"]["catalog"], "neoverse-n1");
+
+    let trace = Trace::load(dir.join("stride.data.emutrace")).expect("the kept trace");
+    // Whole run: the sum of the cores' final snapshots.
+    let all = scope(&r, "all");
+    same(all, &expected(&|code| trace.total(code)));
+    assert_eq!(
+        all["events"]["INST_RETIRED"]["value"].as_f64(),
+        Some(trace.total(ev::INST_RETIRED) as f64)
+    );
+    // The phase: its end snapshot minus its begin snapshot (the trace's own pairing).
+    let spans = trace.phases_named("stride");
+    assert_eq!(spans.len(), 1);
+    let d = |code| spans[0].delta(code).expect("snapshots at both ends");
+    let ph = scope(&r, "phase stride");
+    same(ph, &expected(&d));
+
+    // Every iteration loads the line 7 lines ahead in a 16 MiB array: an L1D miss per
+    // iteration of a handful of instructions, each load waiting for the previous one.
+    assert_eq!(bottleneck(ph), ["backend_stalled_cycles"]);
+    assert!(value(ph, "backend_stalled_cycles") > 80.0);
+    assert!(value(ph, "l1d_cache_mpki") > 50.0);
+    assert!(value(ph, "ipc") < 0.5);
+    assert!(value(all, "l1d_cache_mpki") > 10.0);
+
+    // The kept recording imports to the same report.
+    assert!(rec.exists() && dir.join("stride.data.spelunk.json").exists());
+    let o = spelunk(
+        &[
+            "topdown",
+            "--import",
+            s(&rec),
+            "--per-phase",
+            "-m",
+            GROUPS,
+            "--json",
+        ],
+        &lib,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let imported: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(imported["scopes"], r["scopes"]);
+    assert_eq!(imported["source"]["kind"], "import");
+}
+
+#[test]
+fn a_chase_beyond_the_system_cache_misses_every_level_and_one_in_l1d_does_not() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("chase");
+    let run = |size: &str| {
+        let out = dir.join(format!("{size}.json"));
+        let o = spelunk(
+            &[
+                "topdown",
+                "--emulate",
+                "--per-phase",
+                "-m",
+                GROUPS,
+                "--json",
+                "-o",
+                s(&out),
+                "--",
+                s(&wl.join("lat_mem_rd")),
+                "-n",
+                "65536",
+                size,
+            ],
+            &lib,
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        // The program's stdout passes through; the report went to the file.
+        let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+        (read_json(&out), stdout)
+    };
+    let (big, stdout) = run("64m");
+    assert!(stdout.starts_with("64.00000 "), "{stdout}");
+    let ph = scope(&big, "phase chase");
+    // 64 MiB is twice the 32 MiB system-level cache: (nearly) every dependent load goes to
+    // DRAM, and it is the only instruction of the unrolled loop.
+    assert_eq!(bottleneck(ph), ["backend_stalled_cycles"]);
+    assert!(value(ph, "backend_stalled_cycles") > 90.0);
+    assert!(value(ph, "l1d_cache_mpki") > 500.0);
+    assert!(value(ph, "ll_cache_read_mpki") > 500.0);
+
+    let (small, stdout) = run("16k");
+    assert!(stdout.starts_with("0.0156"), "{stdout}");
+    let ph = scope(&small, "phase chase");
+    // Four pointers in L1D: no misses (still latency-bound on the L1D hit latency).
+    assert!(value(ph, "l1d_cache_mpki") < 1.0);
+    assert!(value(ph, "ll_cache_read_mpki") < 1.0);
+}
+
+#[test]
+fn stream_on_l1_resident_arrays_is_not_back_end_bound() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("stream");
+    let out = dir.join("td.json");
+    // 3 arrays x 2000 doubles = 48 KB: they stay in the 64 KB L1D after the first pass.
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--per-phase",
+            "-m",
+            GROUPS,
+            "--json",
+            "-o",
+            s(&out),
+            "--",
+            s(&wl.join("stream")),
+            "-n",
+            "2000",
+            "-i",
+            "10",
+        ],
+        &lib,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&out);
+    for kernel in ["copy", "scale", "add", "triad"] {
+        let ph = scope(&r, &format!("phase {kernel}"));
+        assert!(
+            !bottleneck(ph).contains(&"backend_stalled_cycles".to_string()),
+            "{kernel}: {:?}",
+            bottleneck(ph)
+        );
+        assert!(value(ph, "backend_stalled_cycles") < 20.0, "{kernel}");
+        assert!(value(ph, "l1d_cache_mpki") < 10.0, "{kernel}");
+        assert!(value(ph, "ipc") > 2.0, "{kernel}");
+    }
+}
+
+#[test]
+fn exit_status_and_output_pass_through() {
+    let Some((lib, wl)) = emulator() else { return };
+    // stride_benchmark 0 prints its usage and returns 2.
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--stage",
+            "1",
+            "--",
+            s(&wl.join("stride_benchmark")),
+            "0",
+        ],
+        &lib,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("usage: stride_benchmark"),
+        "{}",
+        stderr(&o)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("Stage 1 (decision tree)"), "{text}");
+    assert!(text.contains("the command exited with status 2"), "{text}");
+}
+
+#[test]
+fn threads_per_core_and_intervals_match_the_trace() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("threads");
+    let rec = dir.join("fs.data");
+    let out = dir.join("td.json");
+    let step_ns = 50_000u64;
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--per-cpu",
+            "--per-phase",
+            "-m",
+            GROUPS,
+            "-I",
+            "0.05",
+            "--json",
+            "-o",
+            s(&out),
+            "--record",
+            s(&rec),
+            "--keep-trace",
+            "--",
+            s(&wl.join("false_sharing")),
+            "2",
+            "20000",
+        ],
+        &lib,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let r = read_json(&out);
+    let trace = Trace::load(dir.join("fs.data.emutrace")).unwrap();
+    assert_eq!(trace.config.timer_hz, 1_000_000_000, "ticks are ns");
+    let finals: Vec<_> = trace
+        .counters
+        .iter()
+        .filter(|c| c.reason == SnapshotReason::Final)
+        .collect();
+    // A lock thread and two readers besides main: each thread on its own core.
+    assert!(finals.len() >= 3, "{} cores", finals.len());
+    for f in &finals {
+        let sc = scope(&r, &format!("CPU{}", f.core));
+        same(sc, &expected(&|code| f.get(code).unwrap()));
+    }
+    // Phase "read": both readers' instances, each on its own core, summed.
+    let spans = trace.phases_named("read");
+    assert_eq!(spans.len(), 2);
+    let d = |code| spans.iter().map(|p| p.delta(code).unwrap()).sum::<u64>();
+    same(scope(&r, "phase read"), &expected(&d));
+
+    // Intervals: each core's count at a boundary is its latest snapshot at or before it.
+    let end = trace.counters.iter().map(|c| c.timestamp).max().unwrap();
+    let cores: Vec<u16> = finals.iter().map(|f| f.core).collect();
+    let at = |t: u64, code: u32| -> u64 {
+        cores
+            .iter()
+            .filter_map(|&core| {
+                trace
+                    .counters
+                    .iter()
+                    .filter(|c| c.core == core && c.timestamp <= t)
+                    .max_by_key(|c| c.timestamp)
+                    .and_then(|c| c.get(code))
+            })
+            .sum()
+    };
+    let all = scope(&r, "all");
+    let ivs = all["intervals"].as_array().unwrap();
+    assert_eq!(ivs.len() as u64, end.div_ceil(step_ns));
+    let mut prev = 0u64;
+    let mut with_value = 0;
+    for (k, iv) in ivs.iter().enumerate() {
+        let t = ((k as u64 + 1) * step_ns).min(end);
+        assert!((iv["time_s"].as_f64().unwrap() - t as f64 / 1e9).abs() < 1e-15);
+        let cyc = at(t, ev::CPU_CYCLES) - at(prev, ev::CPU_CYCLES);
+        let inst = at(t, ev::INST_RETIRED) - at(prev, ev::INST_RETIRED);
+        let got = iv["metrics"]["ipc"].as_f64();
+        if cyc == 0 {
+            assert_eq!(got, None, "interval {k}: nothing counted is n/a");
+        } else {
+            let want = inst as f64 / cyc as f64;
+            let got = got.expect("ipc");
+            assert!((got - want).abs() < 1e-12, "interval {k}: {got} != {want}");
+            with_value += 1;
+        }
+        prev = t;
+    }
+    assert!(with_value >= 2, "{with_value} intervals with counts");
+}
