@@ -60,6 +60,12 @@ function topSource(g) {
   return g.sources.length && total ? `${g.sources[0].source} ${rustFixed((100 * g.sources[0].loads) / total, 0)}%` : '-';
 }
 
+// `--sort` orders and the column showing each figure (docs/report.md).
+const SORT_COLUMN = {
+  samples: 'samples', loads: 'loads', stores: 'stores', latency: 'ld_lat_mean', p99: 'ld_lat_p99', exec: 'exec_mean',
+  'l1d-miss': 'l1d_miss', 'llc-miss': 'llc_miss', 'tlb-walk': 'tlb_walk', mispredicts: 'mispredicts', remote: 'remote',
+};
+
 const ns = (t) => (t >= 1e9 ? rustFixed(t / 1e9, 3) + ' s' : t >= 1e6 ? rustFixed(t / 1e6, 3) + ' ms' : rustFixed(t / 1e3, 1) + ' us');
 
 // The report has no phases until the annotation runtime records them: a copy of a page with
@@ -179,18 +185,22 @@ async function checkPage(browser, spec) {
     await page.click(`#tab-${kind}`);
     check(`${n}: tab ${kind} shows its table`, await page.isVisible(`#hotspots-${kind}`));
     const got = await rows(page, `hotspots-${kind}`);
-    eq(`${n}: ${kind} rows (key, samples, share, loads, stores, ld lat, p50, p99, exec, L1D miss, top source)`,
+    eq(`${n}: ${kind} rows (key, samples, share, loads, stores, ld lat, p50, p99, exec, L1D miss, mispred, top source)`,
       got.map((r) => [r.key.text, r.samples.text, r.samples.value, r.share.text, r.share.value, r.loads.text, r.stores.text,
-        r.ld_lat_mean.text, r.ld_lat_p50.text, r.ld_lat_p99.text, r.exec_mean.text, r.l1d_miss.text, r.top_source.text]),
+        r.ld_lat_mean.text, r.ld_lat_p50.text, r.ld_lat_p99.text, r.exec_mean.text, r.l1d_miss.text, r.mispredicts.text, r.top_source.text]),
       want.map((h) => [h.key, int(h.samples), String(h.samples), pct(h.share), String(h.share), int(h.loads), int(h.stores),
-        lat(h.load_latency, 'mean'), lat(h.load_latency, 'p50'), lat(h.load_latency, 'p99'), lat(h.load_exec_latency, 'mean'), int(h.l1d_miss), topSource(h)]));
+        lat(h.load_latency, 'mean'), lat(h.load_latency, 'p50'), lat(h.load_latency, 'p99'), lat(h.load_exec_latency, 'mean'), int(h.l1d_miss), int(h.mispredicts), topSource(h)]));
+    // The rows arrive in the --sort order, and the page marks that column.
+    eq(`${n}: ${kind} marked as sorted by ${json.hotspot_sort}`,
+      await page.$$eval(`#hotspots-${kind} th[aria-sort="descending"]`, (ths) => ths.map((t) => t.dataset.col)), [SORT_COLUMN[json.hotspot_sort]]);
   }
   await page.click('#tab-functions');
   check(`${n}: other tabs hidden again`, !(await page.isVisible('#hotspots-instructions')) && (await page.isVisible('#hotspots-functions')));
 
-  // --- sorting by clicking headers
+  // --- sorting by clicking headers (a click on the column the rows are sorted by reverses it)
   if (json.hotspots.functions.length > 1) {
     const samplesOf = async () => (await rows(page, 'hotspots-functions')).map((r) => Number(r.samples.value));
+    if (json.hotspot_sort === 'samples') await page.click('#hotspots-functions th[data-col="samples"]');
     await page.click('#hotspots-functions th[data-col="samples"]');
     const desc = await samplesOf();
     check(`${n}: click samples sorts descending`, desc.every((v, i) => i === 0 || desc[i - 1] >= v), desc);
@@ -198,6 +208,7 @@ async function checkPage(browser, spec) {
     await page.click('#hotspots-functions th[data-col="samples"]');
     const asc = await samplesOf();
     check(`${n}: second click sorts ascending`, asc.every((v, i) => i === 0 || asc[i - 1] <= v) && (desc[0] === desc[desc.length - 1] || asc[0] < asc[asc.length - 1]), asc);
+    eq(`${n}: one sorted column at a time`, await page.$$eval('#hotspots-functions th[aria-sort]:not([aria-sort="none"])', (t) => t.length), 1);
     await page.click('#hotspots-functions th[data-col="key"]');
     const keys = (await rows(page, 'hotspots-functions')).map((r) => r.key.text);
     eq(`${n}: click name sorts A-Z`, keys, [...keys].sort((a, b) => a.localeCompare(b)));

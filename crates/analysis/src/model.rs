@@ -261,6 +261,8 @@ pub struct Report {
     pub recording: RecordingInfo,
     /// The filter that selected the samples (human-readable).
     pub filter: Vec<String>,
+    /// The order of the hotspot tables (`--sort`: samples, latency, ...; docs/report.md).
+    pub hotspot_sort: &'static str,
     pub totals: GroupStats,
     pub hotspots: Hotspots,
     pub data_sources: Vec<DataSourceRow>,

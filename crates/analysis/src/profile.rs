@@ -96,6 +96,92 @@ impl EventClass {
     }
 }
 
+/// The order of the hotspot tables (`--sort`): the figure's largest value first. Rows without
+/// the figure (latency orders: no load with a latency) come last; ties go to the row with more
+/// samples, then to the smaller key. The tables keep their first rows after sorting, so
+/// `--sort latency` with a limit of 10 keeps the 10 slowest.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HotspotSort {
+    #[default]
+    Samples,
+    Loads,
+    Stores,
+    /// Mean total load latency.
+    Latency,
+    /// 99th percentile of the total load latency.
+    P99,
+    /// Mean derived execution latency of the loads.
+    Exec,
+    L1dMiss,
+    LlcMiss,
+    TlbWalk,
+    Mispredicts,
+    Remote,
+}
+
+impl HotspotSort {
+    pub const ALL: [(&'static str, HotspotSort); 11] = [
+        ("samples", HotspotSort::Samples),
+        ("loads", HotspotSort::Loads),
+        ("stores", HotspotSort::Stores),
+        ("latency", HotspotSort::Latency),
+        ("p99", HotspotSort::P99),
+        ("exec", HotspotSort::Exec),
+        ("l1d-miss", HotspotSort::L1dMiss),
+        ("llc-miss", HotspotSort::LlcMiss),
+        ("tlb-walk", HotspotSort::TlbWalk),
+        ("mispredicts", HotspotSort::Mispredicts),
+        ("remote", HotspotSort::Remote),
+    ];
+
+    pub fn parse(s: &str) -> Option<HotspotSort> {
+        Self::ALL
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
+            .map(|(_, k)| *k)
+    }
+
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?")
+    }
+
+    /// The figure this order ranks by; None when the group has none (sorted last).
+    fn figure(self, g: &GroupStats) -> Option<f64> {
+        let lat = |l: &Option<LatencySummary>, f: fn(&LatencySummary) -> f64| l.as_ref().map(f);
+        match self {
+            HotspotSort::Samples => Some(g.samples as f64),
+            HotspotSort::Loads => Some(g.loads as f64),
+            HotspotSort::Stores => Some(g.stores as f64),
+            HotspotSort::Latency => lat(&g.load_latency, |l| l.mean),
+            HotspotSort::P99 => lat(&g.load_latency, |l| f64::from(l.p99)),
+            HotspotSort::Exec => lat(&g.load_exec_latency, |l| l.mean),
+            HotspotSort::L1dMiss => Some(g.l1d_miss as f64),
+            HotspotSort::LlcMiss => Some(g.llc_miss as f64),
+            HotspotSort::TlbWalk => Some(g.tlb_walk as f64),
+            HotspotSort::Mispredicts => Some(g.mispredicts as f64),
+            HotspotSort::Remote => Some(g.remote as f64),
+        }
+    }
+
+    /// Orders hotspot rows: this figure descending (absent last), then samples descending,
+    /// then key ascending.
+    pub fn compare(self, a: &Hotspot, b: &Hotspot) -> std::cmp::Ordering {
+        let by_figure = match (self.figure(&a.stats), self.figure(&b.stats)) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        };
+        by_figure
+            .then_with(|| b.stats.samples.cmp(&a.stats.samples))
+            .then_with(|| a.key.cmp(&b.key))
+    }
+}
+
 /// Sample selection. Empty lists select everything.
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
@@ -262,6 +348,7 @@ pub struct ProfileBuilder<'a> {
     per_phase: HashMap<Arc<str>, Agg>,
     /// Loads and stores among all decoded samples (for eq. 1 accuracy).
     memory_decoded: u64,
+    hotspot_sort: HotspotSort,
 }
 
 impl<'a> ProfileBuilder<'a> {
@@ -291,7 +378,14 @@ impl<'a> ProfileBuilder<'a> {
             phases: Arc::new(PhaseIndex::default()),
             per_phase: HashMap::new(),
             memory_decoded: 0,
+            hotspot_sort: HotspotSort::default(),
         }
+    }
+
+    /// Orders the hotspot tables by `sort` (before they are cut to their row limit).
+    pub fn with_hotspot_sort(mut self, sort: HotspotSort) -> Self {
+        self.hotspot_sort = sort;
+        self
     }
 
     /// Attributes samples to the phases open on their thread (see [`crate::phases`]).
@@ -471,14 +565,11 @@ impl<'a> ProfileBuilder<'a> {
                 stats: group(agg),
             });
         }
+        // Sorted first, then cut: `--sort latency` keeps the slowest rows.
         let n = self.limits.hotspot_rows;
+        let order = self.hotspot_sort;
         let top = |mut v: Vec<Hotspot>| {
-            v.sort_by(|a, b| {
-                b.stats
-                    .samples
-                    .cmp(&a.stats.samples)
-                    .then_with(|| a.key.cmp(&b.key))
-            });
+            v.sort_by(|a, b| order.compare(a, b));
             v.truncate(n);
             v
         };
@@ -630,6 +721,7 @@ impl<'a> ProfileBuilder<'a> {
             schema: SCHEMA,
             recording,
             filter: self.filter.describe(),
+            hotspot_sort: self.hotspot_sort.name(),
             totals: group(&self.totals),
             hotspots,
             data_sources,

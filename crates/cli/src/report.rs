@@ -4,7 +4,7 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_analysis::model::{RecordingInfo, Report};
-use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
+use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
@@ -39,10 +39,14 @@ Examples:
   spelunk report perf.data --json > report.json
   spelunk report perf.data --html report.html  # one self-contained page, opens offline
   spelunk report perf.data --html report.html --topdown topdown.json
+  spelunk report perf.data --sort latency --limit 10   # the 10 slowest functions (mean load latency)
 
 Event classes for --event: load, store, memory, branch, l1d-access, l1d-miss, llc-access,
 llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by another core's
-cache), dram.")]
+cache), dram.
+
+Orders for --sort (largest first; ties by samples): samples, loads, stores, latency (mean load
+latency), p99, exec (mean execution latency), l1d-miss, llc-miss, tlb-walk, mispredicts, remote.")]
 pub struct ReportArgs {
     /// perf.data with Arm SPE data
     pub file: PathBuf,
@@ -74,6 +78,11 @@ pub struct ReportArgs {
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
 
+    /// Order of the hotspot tables: samples, loads, stores, latency, p99, exec, l1d-miss,
+    /// llc-miss, tlb-walk, mispredicts, remote (largest first; rows are cut after sorting)
+    #[arg(long, default_value = "samples", value_name = "FIGURE", value_parser = parse_sort)]
+    pub sort: HotspotSort,
+
     /// Rows per table
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
@@ -86,14 +95,29 @@ pub struct ReportArgs {
     pub interp: CpuArgs,
 }
 
+/// `--sort NAME`.
+fn parse_sort(s: &str) -> Result<HotspotSort, String> {
+    HotspotSort::parse(s).ok_or_else(|| {
+        let known: Vec<&str> = HotspotSort::ALL.iter().map(|(n, _)| *n).collect();
+        format!("unknown order '{s}'; known: {}", known.join(", "))
+    })
+}
+
 /// Builds the report (shared with the HTML output).
 pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     let rec = Recording::open(&args.file, &args.interp)?;
     let objects = rec.ctx.data_objects(args.symfs.as_ref());
     let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    // Tables keep --limit rows (after sorting); a page keeps at least 50, as it sorts them
+    // itself (and the JSON printed with it is the page's).
+    let rows = if args.html.is_some() {
+        args.limit.max(50)
+    } else {
+        args.limit
+    };
     let limits = ReportLimits {
-        hotspot_rows: args.limit.max(50),
-        object_rows: args.limit.max(50),
+        hotspot_rows: rows,
+        object_rows: rows,
         ..Default::default()
     };
     let mut filter = args.filter.filter(&rec.ctx)?;
@@ -115,7 +139,8 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     }
 
     let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
-        .with_phases(rec.ctx.phases.clone());
+        .with_phases(rec.ctx.phases.clone())
+        .with_hotspot_sort(args.sort);
     let stats = rec.decode(|s| builder.add(s))?;
     let mut losses = rec.losses(&stats);
     losses.problems.extend(rec.ctx.problems.iter().cloned());

@@ -606,10 +606,11 @@ fn html_report_in_headless_chromium() {
     let small_html = dir.join("planted.html");
     let small_json = dir.join("planted.json");
     let golden = topdown_golden();
+    // Hotspots by latency (--sort): the page marks that column.
     let (_, text) = report_html_text(
         &small,
         &small_html,
-        &["--topdown", golden.to_str().unwrap()],
+        &["--topdown", golden.to_str().unwrap(), "--sort", "latency"],
     );
     std::fs::write(&small_json, text).unwrap();
 

@@ -347,3 +347,271 @@ fn planted_samples_land_in_their_functions_objects_and_sources() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// The key column of a hotspot table.
+fn keys(rows: &serde_json::Value) -> Vec<&str> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect()
+}
+
+/// `--sort`: every order on a recording planted so that the eleven orders of the four functions
+/// all differ. Per function (hand-computed from the plants below):
+///
+/// | function    | samples | loads | stores | ld lat mean      | p99 | exec mean       | L1D | LLC | TLB | mispred | remote |
+/// |-------------|---------|-------|--------|------------------|-----|-----------------|-----|-----|-----|---------|--------|
+/// | sum_array   | 420     | 420   | 0      | 7600/420 = 18.10 | 180 | 4920/420 = 11.71| 20  | 0   | 20  | 0       | 0      |
+/// | fill        | 335     | 5     | 330    | 200              | 200 | 189             | 35  | 35  | 0   | 0       | 5      |
+/// | uses_inline | 100     | 100   | 0      | 150              | 150 | 129             | 100 | 100 | 100 | 0       | 0      |
+/// | main        | 52      | 2     | 0      | 400              | 400 | 9               | 2   | 2   | 0   | 10      | 2      |
+///
+/// (sum_array's p99: nearest rank ⌈0.99 × 420⌉ = 416 of 400 tens and 20 × 180 is 180.)
+#[test]
+fn sort_orders_every_hotspot_table_and_the_limit_cuts_after_sorting() {
+    let dir = scratch("sort");
+    let exe = compile(&dir);
+    let s = nm(&exe);
+    let at = |name: &str, off: u64| {
+        assert!(off < s[name].1, "{name}+{off} is outside {name}");
+        BIAS + s[name].0 + off
+    };
+    let ld = OpType::new(1, 0x00);
+    let st = OpType::new(1, 0x01);
+    let br = OpType::new(2, 0x01);
+    let l1 = Events(0)
+        .with(Event::Retired)
+        .with(Event::L1dAccess)
+        .with(Event::TlbAccess);
+    let refill = l1.with(Event::L1dRefill);
+    let llc_miss = refill.with(Event::LlcAccess).with(Event::LlcMiss);
+    let plant = |pc, op, source, issue, xlat, total, events| Plant {
+        pc,
+        op,
+        va: (op != br).then(|| at("big_array", 64)),
+        source,
+        issue,
+        xlat,
+        total,
+        events,
+    };
+    let plants = vec![
+        // sum_array+8: 400 L1D loads (total 10 = 4 + 1 + exec 5).
+        (plant(at("sum_array", 8), ld, Some(0), 4, 1, 10, l1), 400),
+        // sum_array+12: 20 L2 loads that walked the TLB (total 180 = 4 + 30 + exec 146).
+        (
+            plant(
+                at("sum_array", 12),
+                ld,
+                Some(0b1000),
+                4,
+                30,
+                180,
+                refill.with(Event::TlbWalk),
+            ),
+            20,
+        ),
+        // fill+12: 300 stores hitting L1D, 30 missing the LLC.
+        (plant(at("fill", 12), st, None, 3, 1, 6, l1), 300),
+        (plant(at("fill", 12), st, None, 3, 1, 6, llc_miss), 30),
+        // fill+16: 5 loads from another socket (total 200 = 10 + 1 + exec 189).
+        (
+            plant(
+                at("fill", 16),
+                ld,
+                Some(0b1101),
+                10,
+                1,
+                200,
+                llc_miss.with(Event::RemoteAccess),
+            ),
+            5,
+        ),
+        // uses_inline+4: 100 DRAM loads that walked the TLB (total 150 = 20 + 1 + exec 129).
+        (
+            plant(
+                at("uses_inline", 4),
+                ld,
+                Some(0b1110),
+                20,
+                1,
+                150,
+                llc_miss.with(Event::TlbWalk),
+            ),
+            100,
+        ),
+        // main+4: 50 branches, 10 mispredicted; main+8: 2 remote DRAM loads (400 = 390 + 1 + 9).
+        (
+            plant(
+                at("main", 4),
+                br,
+                None,
+                2,
+                0,
+                3,
+                Events(0).with(Event::Retired),
+            ),
+            40,
+        ),
+        (
+            plant(
+                at("main", 4),
+                br,
+                None,
+                2,
+                0,
+                3,
+                Events(0).with(Event::Retired).with(Event::Mispredicted),
+            ),
+            10,
+        ),
+        (
+            plant(
+                at("main", 8),
+                ld,
+                Some(0b1110),
+                390,
+                1,
+                400,
+                llc_miss.with(Event::RemoteAccess),
+            ),
+            2,
+        ),
+    ];
+    let data = dir.join("sort.data");
+    write(&data, &exe, &plants);
+
+    let (sa, fi, ui, ma) = ("sum_array", "fill", "uses_inline", "main");
+    let expected = [
+        ("samples", [sa, fi, ui, ma]),
+        ("loads", [sa, ui, fi, ma]),
+        ("stores", [fi, sa, ui, ma]), // ties at 0 by samples
+        ("latency", [ma, fi, ui, sa]),
+        ("p99", [ma, fi, sa, ui]),
+        ("exec", [fi, ui, sa, ma]),
+        ("l1d-miss", [ui, fi, sa, ma]),
+        ("llc-miss", [ui, fi, ma, sa]),
+        ("tlb-walk", [ui, sa, fi, ma]),
+        ("mispredicts", [ma, sa, fi, ui]),
+        ("remote", [fi, ma, sa, ui]),
+    ];
+    for (order, want) in expected {
+        let r = report_json(&data, &["--sort", order]);
+        assert_eq!(r["hotspot_sort"], order);
+        assert_eq!(keys(&r["hotspots"]["functions"]), want, "--sort {order}");
+    }
+    // The figures behind those orders, as planted.
+    let r = report_json(&data, &["--sort", "latency"]);
+    let f = &r["hotspots"]["functions"];
+    let sum = row(f, sa);
+    assert!((sum["load_latency"]["mean"].as_f64().unwrap() - 7600.0 / 420.0).abs() < 1e-12);
+    assert_eq!(sum["load_latency"]["p99"], 180);
+    assert!((sum["load_exec_latency"]["mean"].as_f64().unwrap() - 4920.0 / 420.0).abs() < 1e-12);
+    assert_eq!(
+        (sum["l1d_miss"].as_u64(), sum["tlb_walk"].as_u64()),
+        (Some(20), Some(20))
+    );
+    let fl = row(f, fi);
+    assert_eq!(
+        (
+            fl["samples"].as_u64(),
+            fl["stores"].as_u64(),
+            fl["llc_miss"].as_u64(),
+            fl["remote"].as_u64()
+        ),
+        (Some(335), Some(330), Some(35), Some(5))
+    );
+    assert_eq!(row(f, ma)["mispredicts"], 10);
+
+    // Instructions, by latency: rows without loads (fill+0xc's stores, main+0x4's branches) go
+    // last, the larger first.
+    assert_eq!(
+        keys(&r["hotspots"]["instructions"]),
+        [
+            "main+0x8",
+            "fill+0x10",
+            "sum_array+0xc",
+            "uses_inline+0x4",
+            "sum_array+0x8",
+            "fill+0xc",
+            "main+0x4"
+        ]
+    );
+    let r = report_json(&data, &["--sort", "tlb-walk"]);
+    assert_eq!(
+        keys(&r["hotspots"]["instructions"]),
+        [
+            "uses_inline+0x4", // 100 walks
+            "sum_array+0xc",   // 20
+            "sum_array+0x8",   // 0 walks, 400 samples
+            "fill+0xc",        // 330
+            "main+0x4",        // 50
+            "fill+0x10",       // 5
+            "main+0x8",        // 2
+        ]
+    );
+    // Every table follows the order: source lines and DSOs by non-increasing mean latency.
+    let r = report_json(&data, &["--sort", "latency"]);
+    for table in ["lines", "dsos"] {
+        let means: Vec<f64> = r["hotspots"][table]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["load_latency"]["mean"].as_f64().unwrap_or(-1.0))
+            .collect();
+        assert!(means.windows(2).all(|w| w[0] >= w[1]), "{table}: {means:?}");
+    }
+
+    // The limit cuts after sorting: the two slowest functions and instructions, in the JSON
+    // and in the terminal.
+    let r = report_json(&data, &["--sort", "latency", "--limit", "2"]);
+    assert_eq!(keys(&r["hotspots"]["functions"]), [ma, fi]);
+    assert_eq!(
+        keys(&r["hotspots"]["instructions"]),
+        ["main+0x8", "fill+0x10"]
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args([
+            "report",
+            data.to_str().unwrap(),
+            "--sort",
+            "latency",
+            "--limit",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Hotspots by function"))
+        .skip(2)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(table.len(), 2, "{text}");
+    assert!(
+        table[0].contains(" 400.0 ") && table[0].contains(" main "),
+        "{text}"
+    );
+    assert!(
+        table[1].contains(" 200.0 ") && table[1].contains(" fill "),
+        "{text}"
+    );
+
+    // A name that is not an order: the error lists the orders.
+    let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args(["report", data.to_str().unwrap(), "--sort", "speed"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown order 'speed'") && err.contains("mispredicts"),
+        "{err}"
+    );
+    if std::env::var_os("SPELUNK_KEEP_TEST_FILES").is_none() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

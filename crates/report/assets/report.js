@@ -109,7 +109,9 @@
     if (typeof a === 'string' && typeof b === 'string') return dir * a.localeCompare(b);
     return dir * (a < b ? -1 : a > b ? 1 : 0);
   }
-  function table(id, columns, rows) {
+  // opts.sorted: the key of the column the rows arrive sorted by (largest first), marked as such.
+  function table(id, columns, rows, opts) {
+    opts = opts || {};
     const thead = h('thead');
     const tbody = h('tbody');
     const t = h('table', { class: 'data', id }, thead, tbody);
@@ -147,6 +149,11 @@
         },
       }, c.label, arrow);
       hr.append(th);
+      if (opts.sorted === c.key) {
+        sorted = { col: ci, dir: -1 };
+        th.setAttribute('aria-sort', 'descending');
+        arrow.textContent = '▼';
+      }
     });
     thead.append(hr);
     tbody.append(...trs);
@@ -208,8 +215,15 @@
     col.count('llc_miss', 'LLC miss', (g) => g.llc_miss),
     col.count('tlb_walk', 'TLB walk', (g) => g.tlb_walk),
     col.count('remote', 'remote', (g) => g.remote),
+    col.count('mispredicts', 'mispred', (g) => g.mispredicts, 'branches with the MISPRED event'),
     topSourceCol,
   ];
+  // `--sort` orders (docs/report.md) -> the column showing that figure.
+  const SORT_COLUMN = {
+    samples: 'samples', loads: 'loads', stores: 'stores', latency: 'ld_lat_mean', p99: 'ld_lat_p99',
+    exec: 'exec_mean', 'l1d-miss': 'l1d_miss', 'llc-miss': 'llc_miss', 'tlb-walk': 'tlb_walk',
+    mispredicts: 'mispredicts', remote: 'remote',
+  };
 
   // ---------- losses (first, and loud when anything was lost)
   function renderLosses() {
@@ -316,7 +330,8 @@
 
   // ---------- hotspots
   function renderHotspots() {
-    const s = section('hotspots', 'Hotspots', 'Samples attributed exactly (SPE has no skid) to the function, source line, instruction and DSO of their PC. Load latency in cycles; exec = total - issue - translation. Click a column to sort.');
+    const order = R.hotspot_sort || 'samples';
+    const s = section('hotspots', 'Hotspots', 'Samples attributed exactly (SPE has no skid) to the function, source line, instruction and DSO of their PC. Load latency in cycles; exec = total - issue - translation. Rows: the first by ' + order + ' (--sort); click a column to sort them.');
     const kinds = [
       ['functions', 'Functions', 'function'],
       ['lines', 'Source lines', 'source line'],
@@ -337,7 +352,7 @@
       cols.push(...statCols);
       if (k !== 'dsos') cols.push(col.text('dso', 'dso', (r) => (r.dso ? fmt.short(r.dso) : null), 'path'));
       const panel = h('div', { class: 'tabpanel', role: 'tabpanel', id: 'panel-' + k, hidden: i === 0 ? null : '' },
-        rows.length ? table('hotspots-' + k, cols, rows) : h('div', { class: 'empty', text: 'no rows' }));
+        rows.length ? table('hotspots-' + k, cols, rows, { sorted: SORT_COLUMN[order] }) : h('div', { class: 'empty', text: 'no rows' }));
       const btn = h('button', {
         role: 'tab', id: 'tab-' + k, 'aria-selected': i === 0 ? 'true' : 'false', text: label + ' (' + rows.length + ')',
         onclick: () => {
