@@ -273,4 +273,8 @@ pub struct Report {
     /// Phase instances for the timeline (at most `ReportLimits::phase_spans`, earliest first).
     pub phase_spans: Vec<PhaseSpan>,
     pub timeline: Timeline,
+    /// Cache lines shared between cores (`--c2c`): exactly what `spelunk c2c --json` prints
+    /// for the same samples (schema spelunk-c2c/1); absent without `--c2c`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub c2c: Option<crate::c2c::C2cReport>,
 }

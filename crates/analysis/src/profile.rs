@@ -734,6 +734,7 @@ impl<'a> ProfileBuilder<'a> {
                 population: self.timeline_population,
                 points,
             },
+            c2c: None,
         }
     }
 }

@@ -11,6 +11,7 @@ use spelunk_report::text::{render, HotspotsBy, TextOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use crate::c2c::{check_line_size, C2cScan};
 use crate::common::CpuArgs;
 use crate::recording::{pc_range, FilterArgs, Recording};
 
@@ -40,6 +41,7 @@ Examples:
   spelunk report perf.data --html report.html  # one self-contained page, opens offline
   spelunk report perf.data --html report.html --topdown topdown.json
   spelunk report perf.data --sort latency --limit 10   # the 10 slowest functions (mean load latency)
+  spelunk report perf.data --html report.html --c2c     # adds the cache-line sharing tables
 
 Event classes for --event: load, store, memory, branch, l1d-access, l1d-miss, llc-access,
 llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by another core's
@@ -83,9 +85,17 @@ pub struct ReportArgs {
     #[arg(long, default_value = "samples", value_name = "FIGURE", value_parser = parse_sort)]
     pub sort: HotspotSort,
 
-    /// Rows per table
+    /// Rows per table (with --c2c: cache lines)
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+
+    /// Add cache lines shared between cores (the tables of `spelunk c2c`, for the same samples)
+    #[arg(long)]
+    pub c2c: bool,
+
+    /// With --c2c: cache line size in bytes (a power of two)
+    #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c")]
+    pub line_size: u64,
 
     /// Look for the recorded binaries under this directory (like perf --symfs)
     #[arg(long, value_name = "DIR")]
@@ -103,8 +113,12 @@ fn parse_sort(s: &str) -> Result<HotspotSort, String> {
     })
 }
 
-/// Builds the report (shared with the HTML output).
+/// Builds the report (shared with the HTML output), with the c2c analysis when `--c2c` asks
+/// for it (its first pass rides on the report's decode).
 pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
+    if args.c2c {
+        check_line_size(args.line_size)?;
+    }
     let rec = Recording::open(&args.file, &args.interp)?;
     let objects = rec.ctx.data_objects(args.symfs.as_ref());
     let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
@@ -138,10 +152,18 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         filter.pcs = Some(keep);
     }
 
+    let mut c2c = args
+        .c2c
+        .then(|| C2cScan::new(&rec, filter.clone(), args.line_size));
     let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
         .with_phases(rec.ctx.phases.clone())
         .with_hotspot_sort(args.sort);
-    let stats = rec.decode(|s| builder.add(s))?;
+    let stats = rec.decode(|s| {
+        builder.add(s);
+        if let Some(c) = c2c.as_mut() {
+            c.add(s);
+        }
+    })?;
     let mut losses = rec.losses(&stats);
     losses.problems.extend(rec.ctx.problems.iter().cloned());
     let info = RecordingInfo {
@@ -157,13 +179,17 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         losses,
         ..Default::default()
     };
-    Ok(builder.finish(
+    let mut report = builder.finish(
         &rec.ctx.spaces,
         &mut symbolizer,
         &rec.ctx.thread_names,
         info,
         rec.ctx.sidecar.as_deref(),
-    ))
+    );
+    if let Some(c) = c2c {
+        report.c2c = Some(c.finish(&rec, &stats, &objects, &mut symbolizer, args.limit)?);
+    }
+    Ok(report)
 }
 
 /// Reads the output of `spelunk topdown --json` for the HTML page.
@@ -223,6 +249,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
                 }
             )
         );
+        if let Some(c2c) = &report.c2c {
+            print!("\n{}", spelunk_report::c2c_text::render(c2c));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

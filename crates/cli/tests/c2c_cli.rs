@@ -215,6 +215,67 @@ fn false_sharing_is_the_top_line_and_disappears_with_padding() {
         assert!(text.contains(want), "missing '{want}' in:\n{text}");
     }
 
+    // `spelunk report --c2c` computes the same report in its own pass over the same samples:
+    // under `c2c` in its JSON, exactly what `spelunk c2c --json` printed (checked above).
+    let rep = spelunk_json(&["report", path, "--json", "--c2c"]);
+    assert_eq!(rep["c2c"], r);
+    assert_eq!(rep["recording"]["samples_selected"], 1400);
+    // Its filters and --limit apply to the c2c tables too: the reader thread alone still has
+    // its 460 peer loads (150 + 250 + 60), and the limit keeps the top line (buf2).
+    let reader = READER.to_string();
+    let rep = spelunk_json(&[
+        "report", path, "--json", "--c2c", "--tid", &reader, "--limit", "1",
+    ]);
+    let c = &rep["c2c"];
+    assert_eq!(c["filter"][0], format!("tid {READER}"));
+    assert_eq!(c["totals"]["records"], 620);
+    assert_eq!(c["totals"]["peer_local"], 460);
+    assert_eq!(c["totals"]["lines_with_peer_snoops"], 3);
+    assert_eq!(c["lines"].as_array().unwrap().len(), 1);
+    assert_eq!(c["lines"][0]["address"], BIAS + buf2);
+    // Only the reader's accesses: nobody else writes the line, so no sharing is seen.
+    assert_eq!(c["lines"][0]["verdict"], "none");
+    assert_eq!(
+        rep["c2c"],
+        spelunk_json(&["c2c", path, "--json", "--tid", &reader, "--limit", "1"])
+    );
+    // --line-size: 128-byte lines put buf1 (0x40-aligned) and buf2 in the lines nm says.
+    let rep = spelunk_json(&["report", path, "--json", "--c2c", "--line-size", "128"]);
+    assert_eq!(rep["c2c"]["line_size"], 128);
+    assert_eq!(
+        rep["c2c"],
+        spelunk_json(&["c2c", path, "--json", "--line-size", "128"])
+    );
+    let mut lines128: Vec<u64> = rep["c2c"]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["address"].as_u64().unwrap())
+        .collect();
+    lines128.sort_unstable();
+    let mut want: Vec<u64> = [buf1, buf2, counter]
+        .iter()
+        .map(|a| (BIAS + a) & !127)
+        .collect();
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(lines128, want);
+    // Stores only: no load, so no peer snoop and no line; 640 lock-thread + 60 reader stores.
+    let rep = spelunk_json(&["report", path, "--json", "--c2c", "--event", "store"]);
+    assert_eq!(rep["c2c"]["totals"]["records"], 700);
+    assert_eq!(rep["c2c"]["lines"].as_array().unwrap().len(), 0);
+    // --line-size belongs to --c2c, and is checked before anything is decoded.
+    let (ok, _, err) = spelunk(&["report", path, "--line-size", "128"]);
+    assert!(!ok && err.contains("--c2c"), "{err}");
+    let (ok, _, err) = spelunk(&["report", path, "--c2c", "--line-size", "96"]);
+    assert!(!ok && err.contains("power of two"), "{err}");
+    // The terminal report ends with the c2c sections.
+    let (ok, text, err) = spelunk(&["report", path, "--c2c"]);
+    assert!(ok, "{err}");
+    let at = text.find("Hotspots by function").unwrap();
+    let c2c_at = text.find("Shared Data Cache Line Table").unwrap();
+    assert!(at < c2c_at && text.contains("false sharing"), "{text}");
+
     // Padded: the reader fields live on the next line and hit L1D; no line has peer snoops.
     let padded = compile(
         "gcc",
