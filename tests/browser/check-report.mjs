@@ -3,10 +3,12 @@
 // writes the pages and a manifest:
 //   node tests/browser/check-report.mjs MANIFEST.json
 // MANIFEST: {"pages": [{"name", "html", "json", "topdown" (path or null), "screenshot",
-//            "hostile_thread_name"?}]}
+//            "hostile_thread_name"?, "with_phases"?}]}
+// A page is a `spelunk report --html` page (its JSON: `--json`, schema spelunk-report/1, with
+// `c2c` under --c2c) or a `spelunk c2c --html` page (its JSON: schema spelunk-c2c/1).
 // For each page: no request but the page itself, no console error, no CSP violation; the
-// tables, histograms, scatter and top-down section show the JSON's figures; sorting and tabs
-// work; a full-page screenshot is written. Prints "N passed, M failed"; exits 1 on a failure.
+// tables, histograms, scatter, c2c and top-down sections show the JSON's figures; sorting,
+// tabs and links work; a full-page screenshot is written. Prints "N passed, M failed"; exits 1 on a failure.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { createRequire } from 'node:module';
@@ -99,53 +101,100 @@ async function rows(page, id) {
     trs.map((tr) => Object.fromEntries([...tr.cells].map((c) => [c.dataset.col, { text: c.textContent, value: c.dataset.value ?? null }]))));
 }
 
-async function checkPage(browser, spec) {
-  const json = JSON.parse(readFileSync(spec.json, 'utf8'));
-  const topdown = spec.topdown ? JSON.parse(readFileSync(spec.topdown, 'utf8')) : null;
-  const n = spec.name;
-  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  const url = pathToFileURL(spec.html).href;
-  const requests = [];
-  const blocked = [];
-  const consoleErrors = [];
-  const pageErrors = [];
-  await context.route('**/*', (route) => {
-    const u = route.request().url();
-    if (u === url) return route.continue();
-    blocked.push(u);
-    return route.abort();
-  });
-  const page = await context.newPage();
-  page.on('request', (r) => requests.push(r.url()));
-  page.on('websocket', (w) => requests.push(w.url()));
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleErrors.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  await page.addInitScript(() => {
-    window.__csp = [];
-    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
-  });
+// --- c2c (docs/c2c.md), formatted as `spelunk c2c` prints it (crates/report/src/c2c_text.rs):
+// shares with two decimals, mean cycles with none.
+const c2cPct = (x) => rustFixed(100 * x, 2) + '%';
+const cycles = (x) => (x === null ? '-' : rustFixed(x, 0));
+const hex = (x) => '0x' + x.toString(16);
+const short = (p) => p.split('/').pop();
+const threadLabel = (t) => (t.tid !== null ? (t.name !== null ? `${t.tid}:${t.name}` : String(t.tid)) : t.cpu !== null ? `cpu${t.cpu}` : '?');
+const symbolOf = (a) => (a.function ? a.function + (a.function_offset !== null ? '+' + hex(a.function_offset) : '') : '[unknown]');
+const sourceOf = (a) => (a.file && a.line !== null ? `${short(a.file)}:${a.line}` : '-');
+const VERDICT = { false_sharing: 'false sharing', true_sharing: 'true sharing', true_and_false_sharing: 'true+false sharing', none: 'none' };
+const LINE_COUNTS = ['peer_local', 'peer_remote', 'records', 'loads', 'stores', 'store_l1_hit', 'store_l1_miss', 'store_na', 'load_fb', 'load_l1',
+  'load_l2', 'load_lcl_hit', 'load_lcl_hitm', 'load_rmt_hit', 'load_rmt_hitm', 'load_dram_lcl', 'load_dram_rmt'];
 
-  const t0 = Date.now();
-  await page.goto(url, { waitUntil: 'load' });
-  await page.waitForSelector('html[data-ready="true"]', { timeout: 30000 });
-  const loadMs = Date.now() - t0;
-  console.log(`# ${n}: ${spec.html} ready in ${loadMs} ms`);
-  check(`${n}: page ready within 10 s (${loadMs} ms)`, loadMs < 10000);
+async function checkC2c(page, c2c, n, spec) {
+  const t = c2c.totals;
+  check(`${n}: c2c section present`, await page.isVisible('#c2c'));
+  eq(`${n}: c2c tiles (records, peer loads, lines)`,
+    [await page.textContent('#c2c-tile-records .value'), await page.textContent('#c2c-tile-peer .value'), await page.textContent('#c2c-tile-lines .value')],
+    [int(t.records), int(t.peer_local + t.peer_remote), int(t.lines_with_peer_snoops)]);
+  if (!c2c.lines.length) {
+    const empty = await page.textContent('#c2c-empty');
+    check(`${n}: c2c says there are no peer snoops`, empty.includes('no peer snoops'), empty);
+    eq(`${n}: no c2c line table without lines`, await page.$('#c2c-lines'), null);
+    return;
+  }
+  // The Shared Data Cache Line Table: every row, every column.
+  const got = await rows(page, 'c2c-lines');
+  eq(`${n}: c2c line rows (index, address, object, verdict, Peer Snoop, LdPeer total, perf c2c's counts, PA cnt, cpu cnt)`,
+    got.map((r) => [r.index.text, r.address.text, r.object.text, r.verdict.text, r.peer_snoop_share.text, r.peer_total.text,
+      ...LINE_COUNTS.map((k) => r[k].text), r.pa_count.text, r.cpu_count.text]),
+    c2c.lines.map((l) => [String(l.index), hex(l.address), l.object ?? '-', VERDICT[l.verdict], c2cPct(l.peer_snoop_share), int(l.peer_local + l.peer_remote),
+      ...LINE_COUNTS.map((k) => int(l[k])), int(l.pa_count), int(l.cpu_count)]));
+  eq(`${n}: c2c lines arrive ranked by peer snoops (marked)`,
+    await page.$$eval('#c2c-lines th[aria-sort="descending"]', (ths) => ths.map((x) => x.dataset.col)), ['peer_total']);
+  eq(`${n}: c2c verdict reasons`,
+    await page.$$eval('.verdict-reason', (ps) => ps.map((p) => p.textContent)), c2c.lines.map((l) => 'Why: ' + l.verdict_reason));
 
-  // --- hostile text stays text
-  eq(`${n}: title is the file name as text`, await page.title(), `spelunk report: ${json.recording.file}`);
-  eq(`${n}: only the page's three scripts exist`, await page.evaluate(() => document.scripts.length), 3);
+  // Per line: the offsets table and the code addresses (perf c2c's Pareto), every row.
+  for (const l of c2c.lines) {
+    const i = l.index;
+    const offs = await rows(page, `c2c-offsets-${i}`);
+    eq(`${n}: line ${i} offsets (offset, object+offset, records, loads, stores, peer local/remote, stores by L1D, PA cnt, code addresses, threads)`,
+      offs.map((r) => [r.offset.text, r.object.text, r.records.text, r.loads.text, r.stores.text, r.peer_local.text, r.peer_remote.text,
+        r.store_l1_hit.text, r.store_l1_miss.text, r.store_na.text, r.pa_count.text, r.pcs.text, r.threads.text]),
+      l.offsets.map((o) => [hex(o.offset), o.object ?? '-', int(o.records), int(o.loads), int(o.stores), int(o.peer_local), int(o.peer_remote),
+        int(o.store_l1_hit), int(o.store_l1_miss), int(o.store_na), int(o.pa_count),
+        o.accesses.map((a) => `${hex(a.pc)} ${symbolOf(a)} ${sourceOf(a)} (${int(a.records)})`).join(''),
+        o.threads.map((x) => `${threadLabel(x.thread)} ${int(x.loads)}/${int(x.stores)}`).join('')]));
+    const pcs = await rows(page, `c2c-pcs-${i}`);
+    eq(`${n}: line ${i} code addresses (Rmt, Lcl, store refs, offset, PA cnt, pc, cycles, counts, cpu cnt, symbol, dso, source, threads)`,
+      pcs.map((r) => [r.peer_remote_pct.text, r.peer_local_pct.text, r.store_l1_hit_pct.text, r.store_l1_miss_pct.text, r.store_na_pct.text,
+        r.offset.text, r.pa_count.text, r.pc.text, r.cycles_rmt.text, r.cycles_lcl.text, r.cycles_load.text, r.records.text, r.loads.text,
+        r.stores.text, r.peer_local.text, r.peer_remote.text, r.cpu_count.text, r.symbol.text, r.dso.text, r.source.text, r.threads.text]),
+      l.offsets.flatMap((o) => o.accesses.map((a) => [c2cPct(a.peer_remote_pct), c2cPct(a.peer_local_pct), c2cPct(a.store_l1_hit_pct),
+        c2cPct(a.store_l1_miss_pct), c2cPct(a.store_na_pct), hex(o.offset) + (o.object ? ' ' + o.object : ''), int(o.pa_count), hex(a.pc),
+        cycles(a.mean_cycles_peer_remote), cycles(a.mean_cycles_peer_local), cycles(a.mean_cycles_load), int(a.records), int(a.loads),
+        int(a.stores), int(a.peer_local), int(a.peer_remote), int(a.cpu_count), symbolOf(a), a.dso ? short(a.dso) : '-', sourceOf(a),
+        a.threads.map(threadLabel).join(', ')])));
+  }
   if (spec.hostile_thread_name) {
-    const th = await rows(page, 'threads');
-    check(`${n}: hostile thread name shown literally`, th.some((r) => r.name.text === spec.hostile_thread_name), th.map((r) => r.name.text));
+    const cells = await page.$$eval('[id^="c2c-offsets-"] td[data-col="threads"]', (tds) => tds.map((td) => td.textContent));
+    check(`${n}: hostile thread name shown literally in the c2c tables`, cells.some((c) => c.includes(spec.hostile_thread_name)), cells);
   }
 
-  // --- page-side formatting matches Rust's {:.N}
-  const samples = [0.25, 0.35, 10.25, 2.5, 0.5, 1.5, 0.125, 10.75, 99.95, 5.55, 1e-7, 123456.789, 0.05, 57.943925233644855];
-  const pageFixed = await page.evaluate((xs) => xs.map((x) => [0, 1, 2, 3].map((d) => window.spelunk.fmt.fixed(x, d))), samples);
-  eq(`${n}: fmt.fixed rounds like Rust`, pageFixed, samples.map((x) => [0, 1, 2, 3].map((d) => rustFixed(x, d))));
-  eq(`${n}: fmt.fixed on known Rust outputs`, [pageFixed[0][1], pageFixed[2][1], pageFixed[3][0], pageFixed[6][2]], ['0.2', '10.2', '2', '0.12']);
+  // The line index links to the line's details and opens them (no request: a fragment).
+  const last = c2c.lines[c2c.lines.length - 1].index;
+  check(`${n}: line ${last}'s details start closed unless first`, (await page.$eval(`#c2c-line-${last}`, (d) => d.open)) === (last === 0));
+  await page.click(`#c2c-lines a[href="#c2c-line-${last}"]`);
+  check(`${n}: clicking # ${last} opens its details`, await page.$eval(`#c2c-line-${last}`, (d) => d.open));
 
+  // Sorting: records largest first, again smallest first; objects A-Z; an offsets table too.
+  if (c2c.lines.length > 1) {
+    const recs = async () => (await rows(page, 'c2c-lines')).map((r) => Number(r.records.value));
+    await page.click('#c2c-lines th[data-col="records"]');
+    const desc = await recs();
+    check(`${n}: c2c lines sort by records, descending`, desc.every((v, i) => i === 0 || desc[i - 1] >= v), desc);
+    await page.click('#c2c-lines th[data-col="records"]');
+    const asc = await recs();
+    check(`${n}: and ascending`, asc.every((v, i) => i === 0 || asc[i - 1] <= v), asc);
+    eq(`${n}: sorted rows keep their figures`, [...asc].sort((a, b) => a - b), c2c.lines.map((l) => l.records).sort((a, b) => a - b));
+    await page.click('#c2c-lines th[data-col="object"]');
+    const objs = (await rows(page, 'c2c-lines')).map((r) => r.object.text);
+    eq(`${n}: c2c lines sort by object A-Z`, objs, [...objs].sort((a, b) => a.localeCompare(b)));
+  }
+  const first = c2c.lines[0];
+  if (first.offsets.length > 1) {
+    await page.click(`#c2c-offsets-${first.index} th[data-col="loads"]`);
+    const loads = (await rows(page, `c2c-offsets-${first.index}`)).map((r) => Number(r.loads.value));
+    eq(`${n}: offsets sort by loads, descending`, loads, first.offsets.map((o) => o.loads).sort((a, b) => b - a));
+  }
+}
+
+// The report's own sections (a `spelunk report` page).
+async function checkReport(page, json, topdown, n) {
   // --- summary and losses
   const rec = json.recording;
   eq(`${n}: samples tile`, await page.textContent('#tile-samples .value'), int(rec.samples_selected));
@@ -319,6 +368,73 @@ async function checkPage(browser, spec) {
   } else {
     check(`${n}: no top-down section without top-down input`, (await page.$('#topdown')) === null);
   }
+
+}
+
+async function checkPage(browser, spec) {
+  const json = JSON.parse(readFileSync(spec.json, 'utf8'));
+  const topdown = spec.topdown ? JSON.parse(readFileSync(spec.topdown, 'utf8')) : null;
+  const n = spec.name;
+  // `spelunk c2c --html` pages carry the c2c report alone; report pages may have one (--c2c).
+  const isC2cPage = json.schema === 'spelunk-c2c/1';
+  const c2c = isC2cPage ? json : json.c2c || null;
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const url = pathToFileURL(spec.html).href;
+  const requests = [];
+  const blocked = [];
+  const consoleErrors = [];
+  const pageErrors = [];
+  await context.route('**/*', (route) => {
+    const u = route.request().url();
+    if (u === url) return route.continue();
+    blocked.push(u);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('websocket', (w) => requests.push(w.url()));
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleErrors.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => pageErrors.push(String(e)));
+  await page.addInitScript(() => {
+    window.__csp = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(`${e.violatedDirective} ${e.blockedURI}`));
+  });
+
+  const t0 = Date.now();
+  await page.goto(url, { waitUntil: 'load' });
+  await page.waitForSelector('html[data-ready="true"]', { timeout: 30000 });
+  const loadMs = Date.now() - t0;
+  console.log(`# ${n}: ${spec.html} ready in ${loadMs} ms`);
+  check(`${n}: page ready within 10 s (${loadMs} ms)`, loadMs < 10000);
+
+  // --- hostile text stays text
+  eq(`${n}: title is the file name as text`, await page.title(), isC2cPage ? `spelunk c2c: ${json.file}` : `spelunk report: ${json.recording.file}`);
+  eq(`${n}: only the page's three scripts exist`, await page.evaluate(() => document.scripts.length), 3);
+  eq(`${n}: no element made from data (img, iframe, link)`, await page.evaluate(() => document.querySelectorAll('img, iframe, link, object, embed').length), 0);
+  if (spec.hostile_thread_name && !isC2cPage) {
+    const th = await rows(page, 'threads');
+    check(`${n}: hostile thread name shown literally`, th.some((r) => r.name.text === spec.hostile_thread_name), th.map((r) => r.name.text));
+  }
+
+  // --- page-side formatting matches Rust's {:.N}
+  const samples = [0.25, 0.35, 10.25, 2.5, 0.5, 1.5, 0.125, 10.75, 99.95, 5.55, 1e-7, 123456.789, 0.05, 57.943925233644855];
+  const pageFixed = await page.evaluate((xs) => xs.map((x) => [0, 1, 2, 3].map((d) => window.spelunk.fmt.fixed(x, d))), samples);
+  eq(`${n}: fmt.fixed rounds like Rust`, pageFixed, samples.map((x) => [0, 1, 2, 3].map((d) => rustFixed(x, d))));
+  eq(`${n}: fmt.fixed on known Rust outputs`, [pageFixed[0][1], pageFixed[2][1], pageFixed[3][0], pageFixed[6][2]], ['0.2', '10.2', '2', '0.12']);
+
+  if (isC2cPage) {
+    eq(`${n}: a c2c page has no report sections`, await page.$$eval('#hotspots, #summary, #timeline', (e) => e.length), 0);
+  } else {
+    await checkReport(page, json, topdown, n);
+  }
+  if (isC2cPage) {
+    const l = json.losses;
+    const anyLoss = ['undecodable_bytes', 'dropped_records', 'incomplete_records', 'truncated_packets', 'aux_truncated', 'aux_partial',
+      'aux_collision', 'lost_events', 'lost_records'].some((k) => l[k] > 0) || l.problems.length > 0;
+    eq(`${n}: losses banner ${anyLoss ? 'loud' : 'calm'}`, await page.getAttribute('#losses-banner', 'class'), anyLoss ? 'losses some' : 'losses none');
+  }
+  if (c2c) await checkC2c(page, c2c, n, spec);
+  else eq(`${n}: no c2c section without --c2c`, await page.$('#c2c'), null);
 
   await page.evaluate(() => window.scrollTo(0, 0));
   await page.screenshot({ path: spec.screenshot, fullPage: true });

@@ -32,7 +32,8 @@ Examples:
   spelunk c2c perf.data --limit 5            # the five most shared lines
   spelunk c2c perf.data --line-size 128      # pairs of lines (adjacent-line prefetch)
   spelunk c2c perf.data --tid 4242,4243 --json > c2c.json
-  spelunk report perf.data --c2c             # the same tables after the full report
+  spelunk c2c perf.data --html c2c.html      # the tables as one self-contained page
+  spelunk report perf.data --html report.html --c2c   # the same tables in the full report
 
 Record with loads and stores and physical addresses, e.g.
   perf record -e arm_spe_0/ts_enable=1,pa_enable=1,load_filter=1,store_filter=1/ -- ./app")]
@@ -52,6 +53,10 @@ pub struct C2cArgs {
     /// Print the report as JSON (schema spelunk-c2c/1)
     #[arg(long)]
     pub json: bool,
+
+    /// Write the tables as one self-contained HTML page to FILE (opens offline; docs/c2c.md)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 
     /// Look for the recorded binaries under this directory (like perf --symfs)
     #[arg(long, value_name = "DIR")]
@@ -190,10 +195,19 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let report = build(&args)?;
+    if let Some(out) = &args.html {
+        let page = spelunk_report::html::render_c2c_html(&report)?;
+        std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+        eprintln!(
+            "spelunk c2c: wrote {} ({} cache lines; open it in a browser, it needs no network)",
+            out.display(),
+            report.lines.len()
+        );
+    }
     if args.json {
         let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
         println!("{text}");
-    } else {
+    } else if args.html.is_none() {
         print!("{}", spelunk_report::c2c_text::render(&report));
     }
     Ok(ExitCode::SUCCESS)

@@ -276,6 +276,21 @@ fn false_sharing_is_the_top_line_and_disappears_with_padding() {
     let c2c_at = text.find("Shared Data Cache Line Table").unwrap();
     assert!(at < c2c_at && text.contains("false sharing"), "{text}");
 
+    // `spelunk c2c --html`: a page with the c2c report alone, as --json prints it.
+    let html = dir.join("c2c.html");
+    let (ok, out, err) = spelunk(&["c2c", path, "--html", html.to_str().unwrap()]);
+    assert!(
+        ok && out.is_empty() && err.contains("3 cache lines"),
+        "{err}"
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    let open = r#"<script type="application/json" id="spelunk-data">"#;
+    let start = page.find(open).unwrap() + open.len();
+    let end = start + page[start..].find("</script>").unwrap();
+    let back: Value = serde_json::from_str(&page[start..end]).unwrap();
+    assert_eq!(back["c2c"], r);
+    assert_eq!(back["report"], Value::Null);
+
     // Padded: the reader fields live on the next line and hit L1D; no line has peer snoops.
     let padded = compile(
         "gcc",

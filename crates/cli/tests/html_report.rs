@@ -7,6 +7,8 @@
 //! tests/data/c/objects.c compiled here, touching its named globals, written with spelunk's
 //! perf.data writer (the approach of report_cli.rs).
 
+mod planted;
+
 use spelunk_perf::{
     AuxFlags, Mmap2, MmapFileId, RecordingSpec, SpeRecordingWriter, Task, TimeConv,
 };
@@ -46,7 +48,10 @@ fn emulator() -> Option<(PathBuf, PathBuf)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let lib = root.join("emulator/build/lib");
     let wl = root.join("workloads/build");
-    if lib.join(format!("spelunk-{arch}-linux")).exists() && wl.join("stream").exists() {
+    if lib.join(format!("spelunk-{arch}-linux")).exists()
+        && wl.join("stream").exists()
+        && wl.join("false_sharing").exists()
+    {
         return Some((lib, wl));
     }
     if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
@@ -441,6 +446,75 @@ fn planted_large(exe: &Path, data: &Path) {
     write(data, exe, &cpus, 0);
 }
 
+/// A thread name that would be an element (and a request) if it were parsed as markup.
+const HOSTILE_READER: &str = "<img src=x>";
+
+/// (pc, data address) of the instruction of `func` whose `objdump -d` text contains `what`
+/// (objdump comments a RIP-relative access with its target: `# 40c8 <buf2+0x8>`).
+fn access(exe: &Path, func: &str, what: &str) -> (u64, u64) {
+    planted::objdump_function("objdump", exe, func)
+        .into_iter()
+        .filter(|i| i.text.contains(what))
+        .find_map(|i| {
+            let (_, comment) = i.text.split_once("# ")?;
+            let addr = u64::from_str_radix(comment.split_whitespace().next()?, 16).ok()?;
+            Some((i.address, addr))
+        })
+        .unwrap_or_else(|| panic!("no access '{what}' in {func}"))
+}
+
+/// tests/data/c/sharing.c's false sharing (the recording of c2c_cli.rs, whose counts that test
+/// checks by hand): a lock thread stores to buf1+0 and buf2+8 while a reader thread (with a
+/// hostile name) loads buf1+0x20 and buf2+0x20 from a peer core; both update `counter`.
+fn planted_false_sharing(dir: &Path, data: &Path) {
+    use planted::{sequence, write_recording, Op, Setup};
+    let exe = planted::compile("gcc", "sharing.c", &dir.join("sharing"), &[]);
+    let (peer, l1d) = (0b1001, 0);
+    let reader = planted::PID + 1;
+    let at = |(pc, va): (u64, u64)| (planted::BIAS + pc, planted::BIAS + va);
+    let xchg = at(access(&exe, "lock_side", "xchg"));
+    let lock1 = at(access(&exe, "lock_side", "<buf2+0x8>"));
+    let r1 = at(access(&exe, "reader_side", "<buf1+0x20>"));
+    let r2 = at(access(&exe, "reader_side", "<buf2+0x20>"));
+    let cnt = at(access(&exe, "count", "<counter>"));
+    let mut ops = sequence(
+        &[
+            (Op::store(xchg.0, xchg.1), 200),
+            (Op::store(lock1.0, lock1.1), 300),
+            (Op::load(cnt.0, cnt.1, l1d, 4), 40),
+            (Op::store(cnt.0, cnt.1), 40),
+        ],
+        1_000_000,
+        10,
+    );
+    ops.extend(
+        sequence(
+            &[
+                (Op::load(r1.0, r1.1, peer, 120), 150),
+                (Op::load(r1.0, r1.1, l1d, 4), 50),
+                (Op::load(r2.0, r2.1, peer, 130), 250),
+                (Op::load(r2.0, r2.1, l1d, 5), 50),
+                (Op::load(cnt.0, cnt.1, peer, 150), 60),
+                (Op::store(cnt.0, cnt.1), 60),
+            ],
+            1_000_005,
+            10,
+        )
+        .into_iter()
+        .map(|(o, t)| (o.on(reader, 1), t)),
+    );
+    ops.sort_by_key(|o| o.1);
+    let setup = Setup {
+        threads: vec![
+            (planted::PID, "lock_th".into()),
+            (reader, HOSTILE_READER.into()),
+        ],
+        cpus: vec![0, 1],
+        ..Setup::new(&exe)
+    };
+    write_recording(data, &setup, &ops);
+}
+
 fn spelunk(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_spelunk"))
         .args(args)
@@ -606,13 +680,62 @@ fn html_report_in_headless_chromium() {
     let small_html = dir.join("planted.html");
     let small_json = dir.join("planted.json");
     let golden = topdown_golden();
-    // Hotspots by latency (--sort): the page marks that column.
+    // Hotspots by latency; --c2c on a recording without peer snoops (the section says so).
     let (_, text) = report_html_text(
         &small,
         &small_html,
-        &["--topdown", golden.to_str().unwrap(), "--sort", "latency"],
+        &[
+            "--topdown",
+            golden.to_str().unwrap(),
+            "--sort",
+            "latency",
+            "--c2c",
+        ],
     );
     std::fs::write(&small_json, text).unwrap();
+
+    // A planted false-sharing recording: its report with --c2c, and the c2c page alone.
+    let fs = dir.join("false<sharing>.data");
+    planted_false_sharing(&dir, &fs);
+    let fs_html = dir.join("false-sharing.html");
+    let fs_json = dir.join("false-sharing.json");
+    let (j, text) = report_html_text(&fs, &fs_html, &["--c2c"]);
+    // Hand counts (as c2c_cli.rs): buf2 has 250 of the 460 peer loads; buf1 150; counter 60.
+    assert_eq!(j["c2c"]["totals"]["peer_local"], 460);
+    let lines = j["c2c"]["lines"].as_array().unwrap();
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["object"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["buf2", "buf1", "counter"]
+    );
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| l["verdict"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["false_sharing", "false_sharing", "true_sharing"]
+    );
+    std::fs::write(&fs_json, text).unwrap();
+    // The same tables alone: `spelunk c2c --html`.
+    let c2c_html = dir.join("c2c-only.html");
+    let c2c_json = dir.join("c2c-only.json");
+    let out = spelunk(&[
+        "c2c",
+        fs.to_str().unwrap(),
+        "--html",
+        c2c_html.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let c: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c, j["c2c"]);
+    std::fs::write(&c2c_json, &out.stdout).unwrap();
 
     let large = dir.join("large.data");
     planted_large(&exe, &large);
@@ -654,6 +777,35 @@ fn html_report_in_headless_chromium() {
             "html": html, "json": json, "topdown": null,
             "screenshot": dir.join("stream.png"),
         }));
+
+        // workloads/false_sharing under the emulator: its c2c tables in the report.
+        let data = dir.join("false_sharing.data");
+        let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+            .env("SPELUNK_EMULATOR_LIB", &lib)
+            .args(["record", "--emulate", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(wl.join("false_sharing"))
+            .args(["1", "300000"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let html = dir.join("emulated-false-sharing.html");
+        let json = dir.join("emulated-false-sharing.json");
+        let (j, text) = report_html_text(&data, &html, &["--c2c"]);
+        let top = &j["c2c"]["lines"][0];
+        assert_eq!(top["verdict"], "false_sharing", "{top}");
+        assert!(["buf1", "buf2"].contains(&top["object"].as_str().unwrap()));
+        std::fs::write(&json, text).unwrap();
+        pages.push(serde_json::json!({
+            "name": "emulated-false-sharing",
+            "html": html, "json": json, "topdown": null,
+            "screenshot": dir.join("emulated-false-sharing.png"),
+        }));
     }
     let mut manifest = serde_json::json!({
         "pages": [
@@ -662,6 +814,18 @@ fn html_report_in_headless_chromium() {
                 "html": small_html, "json": small_json, "topdown": golden,
                 "screenshot": dir.join("planted.png"),
                 "hostile_thread_name": HOSTILE_COMM,
+            },
+            {
+                "name": "false-sharing",
+                "html": fs_html, "json": fs_json, "topdown": null,
+                "screenshot": dir.join("false-sharing.png"),
+                "hostile_thread_name": HOSTILE_READER,
+            },
+            {
+                "name": "c2c-only",
+                "html": c2c_html, "json": c2c_json, "topdown": null,
+                "screenshot": dir.join("c2c-only.png"),
+                "hostile_thread_name": HOSTILE_READER,
             },
             {
                 "name": "large",

@@ -10,15 +10,18 @@
   // the tables (the timeline plots doubles; a pixel does not need the low bits).
   function reviver(key, value, context) {
     if (typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value) &&
-        (key === 'address' || key === 'start') && !(this && 't_ns' in this) &&
+        (key === 'address' || key === 'start' || key === 'pc') && !(this && 't_ns' in this) &&
         context && typeof context.source === 'string' && /^\d+$/.test(context.source)) {
       return BigInt(context.source);
     }
     return value;
   }
   const DATA = JSON.parse(document.getElementById('spelunk-data').textContent, reviver);
+  // A report page has `report` (with `report.c2c` under --c2c); `spelunk c2c --html` writes a
+  // page with only `c2c`.
   const R = DATA.report;
   const TD = DATA.topdown;
+  const C2C = R ? R.c2c : DATA.c2c;
   const app = document.getElementById('app');
 
   // ---------- formatting (Rust's rules, so the page matches the terminal digit for digit)
@@ -94,7 +97,7 @@
     '#9c755f', '#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22',
     '#aec7e8', '#ffbb78', '#98df8a'];
   const sourceColour = new Map();
-  (R.data_sources || []).forEach((d, i) => sourceColour.set(d.source, PALETTE[i % PALETTE.length]));
+  ((R && R.data_sources) || []).forEach((d, i) => sourceColour.set(d.source, PALETTE[i % PALETTE.length]));
   function colourOfSource(name) {
     if (!sourceColour.has(name)) sourceColour.set(name, PALETTE[sourceColour.size % PALETTE.length]);
     return sourceColour.get(name);
@@ -110,6 +113,7 @@
     return dir * (a < b ? -1 : a > b ? 1 : 0);
   }
   // opts.sorted: the key of the column the rows arrive sorted by (largest first), marked as such.
+  // Columns with a `group` get a header row above theirs (perf c2c's two-level headers).
   function table(id, columns, rows, opts) {
     opts = opts || {};
     const thead = h('thead');
@@ -155,6 +159,17 @@
         arrow.textContent = '▼';
       }
     });
+    if (columns.some((c) => c.group)) {
+      const gr = h('tr', { class: 'groups' });
+      for (let i = 0; i < columns.length;) {
+        let j = i;
+        while (j + 1 < columns.length && columns[j + 1].group === columns[i].group) j++;
+        gr.append(h('th', { colspan: String(j - i + 1), class: columns[i].group ? 'group' : null, text: columns[i].group || '' }));
+        i = j + 1;
+      }
+      thead.append(gr);
+      thead.classList.add('grouped');
+    }
     thead.append(hr);
     tbody.append(...trs);
     return h('div', { class: 'tablewrap' }, t);
@@ -227,7 +242,7 @@
 
   // ---------- losses (first, and loud when anything was lost)
   function renderLosses() {
-    const l = R.recording.losses;
+    const l = R ? R.recording.losses : C2C.losses;
     const items = [
       ['undecodable_bytes', 'undecodable bytes'],
       ['dropped_records', 'dropped records'],
@@ -251,7 +266,7 @@
       box.append(ul);
     }
     app.append(box);
-    if (R.recording.missing_files && R.recording.missing_files.length) {
+    if (R && R.recording.missing_files && R.recording.missing_files.length) {
       app.append(h('div', { class: 'warnbox', id: 'missing-files' },
         h('b', { text: 'Not found on this machine (no symbols; try --symfs): ' }),
         R.recording.missing_files.join(', ')));
@@ -467,6 +482,138 @@
     ], R.phases));
   }
 
+
+  // ---------- c2c: cache lines shared between cores (spelunk-c2c/1, docs/c2c.md)
+  // Formatted as `spelunk c2c` prints them: shares with two decimals, mean cycles with none.
+  const c2cPct = (x) => (x === null || x === undefined ? '-' : fixed(100 * x, 2) + '%');
+  const c2cCycles = (x) => (x === null || x === undefined ? '-' : fixed(x, 0));
+  const threadLabel = (t) => (t.tid !== null && t.tid !== undefined ? (t.name !== null && t.name !== undefined ? t.tid + ':' + t.name : String(t.tid))
+    : t.cpu !== null && t.cpu !== undefined ? 'cpu' + t.cpu : '?');
+  const symbolOf = (a) => (a.function ? a.function + (a.function_offset !== null && a.function_offset !== undefined ? '+0x' + a.function_offset.toString(16) : '') : '[unknown]');
+  const sourceOf = (a) => (a.file && a.line !== null && a.line !== undefined ? fmt.short(a.file) + ':' + a.line : '-');
+  const offsetText = (o) => '0x' + o.offset.toString(16) + (o.object ? ' ' + o.object : '');
+  const VERDICT = { false_sharing: 'false sharing', true_sharing: 'true sharing', true_and_false_sharing: 'true+false sharing', none: 'none' };
+  function verdictCol() {
+    return {
+      key: 'verdict', label: 'verdict', value: (l) => VERDICT[l.verdict] || l.verdict,
+      cell: (l, td, v) => { td.append(h('span', { class: 'verdict ' + l.verdict, text: v, title: l.verdict_reason })); },
+    };
+  }
+  function c2cPctCol(key, label, get, group, title) {
+    return { key, label, group, title, num: true, value: get, cell: (r, td, v) => { td.textContent = c2cPct(v); if (v === 0) td.classList.add('zero'); } };
+  }
+  function grouped(c, group) { c.group = group; return c; }
+  // The per-line counters (perf c2c's Shared Data Cache Line Table, docs/c2c.md).
+  function countCols(get) {
+    const g = (f) => (r) => get(r)[f];
+    return [
+      grouped(col.count('peer_total', 'Total', (r) => get(r).peer_local + get(r).peer_remote, 'loads served by another core\'s cache'), 'LdPeer'),
+      grouped(col.count('peer_local', 'Local', g('peer_local')), 'LdPeer'),
+      grouped(col.count('peer_remote', 'Remote', g('peer_remote')), 'LdPeer'),
+      grouped(col.count('records', 'records', g('records')), 'Total'),
+      grouped(col.count('loads', 'loads', g('loads')), 'Total'),
+      grouped(col.count('stores', 'stores', g('stores')), 'Total'),
+      grouped(col.count('store_l1_hit', 'L1Hit', g('store_l1_hit')), 'Stores'),
+      grouped(col.count('store_l1_miss', 'L1Miss', g('store_l1_miss')), 'Stores'),
+      grouped(col.count('store_na', 'N/A', g('store_na')), 'Stores'),
+      grouped(col.count('load_fb', 'FB', g('load_fb')), 'Core Load Hit'),
+      grouped(col.count('load_l1', 'L1', g('load_l1')), 'Core Load Hit'),
+      grouped(col.count('load_l2', 'L2', g('load_l2')), 'Core Load Hit'),
+      grouped(col.count('load_lcl_hit', 'LclHit', g('load_lcl_hit')), 'LLC Load Hit'),
+      grouped(col.count('load_lcl_hitm', 'LclHitm', g('load_lcl_hitm')), 'LLC Load Hit'),
+      grouped(col.count('load_rmt_hit', 'RmtHit', g('load_rmt_hit')), 'RMT Load Hit'),
+      grouped(col.count('load_rmt_hitm', 'RmtHitm', g('load_rmt_hitm')), 'RMT Load Hit'),
+      grouped(col.count('load_dram_lcl', 'Lcl', g('load_dram_lcl')), 'Load Dram'),
+      grouped(col.count('load_dram_rmt', 'Rmt', g('load_dram_rmt')), 'Load Dram'),
+    ];
+  }
+  function renderC2c() {
+    if (!C2C) return;
+    const s = section('c2c', 'Cache-line sharing (c2c)', 'Cache lines that moved between cores: a load served by another core\'s cache (a peer snoop) shows one. Lines ranked by their peer-snoop loads, in perf c2c\'s columns, with the data object and a false/true-sharing verdict; below, per line, its offsets and the code addresses touching them. Figures defined in docs/c2c.md.');
+    const t = C2C.totals;
+    const tile = (id, label, value, sub) => h('div', { class: 'tile', id }, h('div', { class: 'label', text: label }), h('div', { class: 'value', text: value }), sub ? h('div', { class: 'sub', text: sub }) : null);
+    s.append(h('div', { class: 'tiles', id: 'c2c-totals' },
+      tile('c2c-tile-records', 'loads and stores with an address', fmt.int(t.records), fmt.int(t.loads) + ' loads, ' + fmt.int(t.stores) + ' stores'),
+      tile('c2c-tile-peer', 'peer-snoop loads', fmt.int(t.peer_local + t.peer_remote), fmt.int(t.peer_local) + ' local, ' + fmt.int(t.peer_remote) + ' remote'),
+      tile('c2c-tile-lines', 'cache lines with peer snoops', fmt.int(t.lines_with_peer_snoops), C2C.lines.length + ' shown; line size ' + C2C.line_size + ' bytes')));
+    if (C2C.filter && C2C.filter.length && !R) {
+      s.append(h('div', { class: 'chips' }, h('span', { class: 'note', text: 'filter:' }), C2C.filter.map((f) => h('span', { class: 'chip', text: f }))));
+    }
+    if (!C2C.lines.length) {
+      s.append(h('div', { class: 'empty', id: 'c2c-empty', text: t.records ? 'No cache line had a load served by another core\'s cache (no peer snoops): no sharing between cores was sampled.'
+        : 'No selected sample is a load or store with a data address.' }));
+      return;
+    }
+    const details = new Map();
+    s.append(h('h3', { text: 'Shared data cache lines' }), table('c2c-lines', [
+      { key: 'index', label: '#', num: true, value: (l) => l.index,
+        cell: (l, td, v) => { td.append(h('a', { href: '#c2c-line-' + v, text: String(v), onclick: () => { const d = details.get(v); if (d) d.open = true; } })); } },
+      col.hex('address', 'address', (l) => l.address),
+      col.text('object', 'object', (l) => l.object, 'key'),
+      verdictCol(),
+      { key: 'peer_snoop_share', label: 'Peer Snoop', num: true, cls: 'share', title: 'the line\'s peer-snoop loads / those of all lines with any',
+        value: (l) => l.peer_snoop_share,
+        cell: (l, td, v) => { td.append(h('span', { class: 'bar', style: { width: Math.max(0, Math.min(1, v || 0)) * 100 + '%' } }), h('span', { class: 'txt', text: c2cPct(v) })); } },
+      ...countCols((l) => l),
+      col.count('pa_count', 'PA cnt', (l) => l.pa_count, 'distinct physical lines seen'),
+      col.count('cpu_count', 'cpu cnt', (l) => l.cpu_count),
+    ], C2C.lines, { sorted: 'peer_total' }));
+
+    for (const line of C2C.lines) {
+      const i = line.index;
+      const box = h('details', { class: 'c2c-line', id: 'c2c-line-' + i, open: i === 0 ? '' : null });
+      details.set(i, box);
+      box.append(h('summary', null,
+        h('b', { text: '#' + i + ' ' + fmt.hex(line.address) }), line.object ? ' (' + line.object + ')' : '', ' — ',
+        h('span', { class: 'verdict ' + line.verdict, text: VERDICT[line.verdict] || line.verdict }),
+        h('span', { class: 'note', text: ' peer snoops ' + fmt.int(line.peer_local + line.peer_remote) + ' (lcl ' + fmt.int(line.peer_local) + ', rmt ' + fmt.int(line.peer_remote) + '), records ' + fmt.int(line.records) + ', loads ' + fmt.int(line.loads) + ', stores ' + fmt.int(line.stores) })));
+      box.append(h('p', { class: 'verdict-reason', id: 'c2c-reason-' + i }, h('b', { text: 'Why: ' }), line.verdict_reason));
+      box.append(h('h3', { text: 'Offsets' }), table('c2c-offsets-' + i, [
+        { key: 'offset', label: 'offset', num: true, cls: 'hex', value: (o) => o.offset, cell: (o, td, v) => { td.textContent = '0x' + v.toString(16); } },
+        col.text('object', 'object+offset', (o) => o.object, 'key'),
+        col.count('records', 'records', (o) => o.records),
+        col.count('loads', 'loads', (o) => o.loads),
+        col.count('stores', 'stores', (o) => o.stores),
+        grouped(col.count('peer_local', 'Local', (o) => o.peer_local), 'LdPeer'),
+        grouped(col.count('peer_remote', 'Remote', (o) => o.peer_remote), 'LdPeer'),
+        grouped(col.count('store_l1_hit', 'L1Hit', (o) => o.store_l1_hit), 'Stores'),
+        grouped(col.count('store_l1_miss', 'L1Miss', (o) => o.store_l1_miss), 'Stores'),
+        grouped(col.count('store_na', 'N/A', (o) => o.store_na), 'Stores'),
+        col.count('pa_count', 'PA cnt', (o) => o.pa_count),
+        { key: 'pcs', label: 'code addresses (symbol, source line)', value: (o) => o.accesses.length,
+          cell: (o, td) => { td.classList.add('list'); for (const a of o.accesses) td.append(h('div', { text: fmt.hex(a.pc) + ' ' + symbolOf(a) + ' ' + sourceOf(a) + ' (' + fmt.int(a.records) + ')' })); } },
+        { key: 'threads', label: 'threads (loads/stores)', value: (o) => o.threads.length,
+          cell: (o, td) => { td.classList.add('list'); for (const t of o.threads) td.append(h('div', { text: threadLabel(t.thread) + ' ' + fmt.int(t.loads) + '/' + fmt.int(t.stores) })); } },
+      ], line.offsets));
+      const rows = [];
+      for (const o of line.offsets) for (const a of o.accesses) rows.push({ o, a });
+      box.append(h('h3', { text: 'Code addresses (perf c2c\'s Pareto: one row per offset and code address)' }), table('c2c-pcs-' + i, [
+        c2cPctCol('peer_remote_pct', 'Rmt', (r) => r.a.peer_remote_pct, 'Peer Snoop', 'this row\'s remote peer-snoop loads / the line\'s'),
+        c2cPctCol('peer_local_pct', 'Lcl', (r) => r.a.peer_local_pct, 'Peer Snoop', 'this row\'s local peer-snoop loads / the line\'s'),
+        c2cPctCol('store_l1_hit_pct', 'L1 Hit', (r) => r.a.store_l1_hit_pct, 'Store Refs'),
+        c2cPctCol('store_l1_miss_pct', 'L1 Miss', (r) => r.a.store_l1_miss_pct, 'Store Refs'),
+        c2cPctCol('store_na_pct', 'N/A', (r) => r.a.store_na_pct, 'Store Refs'),
+        { key: 'offset', label: 'offset', cls: 'hex', num: true, value: (r) => r.o.offset, cell: (r, td) => { td.textContent = offsetText(r.o); } },
+        col.count('pa_count', 'PA cnt', (r) => r.o.pa_count),
+        col.hex('pc', 'code address', (r) => r.a.pc),
+        grouped({ key: 'cycles_rmt', label: 'rmt peer', num: true, value: (r) => r.a.mean_cycles_peer_remote, cell: (r, td, v) => { td.textContent = c2cCycles(v); } }, 'cycles (mean)'),
+        grouped({ key: 'cycles_lcl', label: 'lcl peer', num: true, value: (r) => r.a.mean_cycles_peer_local, cell: (r, td, v) => { td.textContent = c2cCycles(v); } }, 'cycles (mean)'),
+        grouped({ key: 'cycles_load', label: 'load', num: true, value: (r) => r.a.mean_cycles_load, cell: (r, td, v) => { td.textContent = c2cCycles(v); } }, 'cycles (mean)'),
+        col.count('records', 'records', (r) => r.a.records),
+        col.count('loads', 'loads', (r) => r.a.loads),
+        col.count('stores', 'stores', (r) => r.a.stores),
+        grouped(col.count('peer_local', 'Local', (r) => r.a.peer_local), 'LdPeer'),
+        grouped(col.count('peer_remote', 'Remote', (r) => r.a.peer_remote), 'LdPeer'),
+        col.count('cpu_count', 'cpu cnt', (r) => r.a.cpu_count),
+        col.text('symbol', 'symbol', (r) => symbolOf(r.a), 'list'),
+        col.text('dso', 'shared object', (r) => (r.a.dso ? fmt.short(r.a.dso) : null), 'path'),
+        col.text('source', 'source:line', (r) => sourceOf(r.a), 'list'),
+        col.text('threads', 'threads', (r) => r.a.threads.map(threadLabel).join(', '), 'list'),
+      ], rows));
+      s.append(box);
+    }
+  }
+
   // ---------- timeline: sampled addresses over time, coloured by object, phase bands
   function renderTimeline() {
     const tl = R.timeline;
@@ -653,12 +800,15 @@
   const charts = [];
   window.spelunk = { data: DATA, fmt, charts: {}, ready: false };
   const lossItems = renderLosses();
-  renderSummary(lossItems);
-  renderHotspots();
-  renderDataSources();
-  renderObjects();
-  renderPhases();
-  renderTimeline();
+  if (R) {
+    renderSummary(lossItems);
+    renderHotspots();
+    renderDataSources();
+    renderObjects();
+    renderPhases();
+  }
+  renderC2c();
+  if (R) renderTimeline();
   renderTopdown();
   // Charts are built once the layout exists (their width comes from it).
   for (const make of charts) make();

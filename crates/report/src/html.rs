@@ -1,4 +1,5 @@
-//! The report as one self-contained HTML page (`spelunk report --html FILE`).
+//! The report as one self-contained HTML page (`spelunk report --html FILE`), or the c2c
+//! report alone (`spelunk c2c --html FILE`).
 //!
 //! The page renders the same [`Report`] value as the terminal tables and `--json`: the value is
 //! embedded as JSON (schema `spelunk-report/1`) in a `<script type="application/json">`
@@ -6,14 +7,16 @@
 //! page needs (our CSS and JS, the vendored uPlot chart library) is inlined, and a
 //! Content-Security-Policy forbids any fetch, so the file opens offline and makes no network
 //! requests. Optional top-down results (`spelunk topdown --json`, schema `spelunk-topdown/1`)
-//! are embedded the same way and shown in their own section.
+//! are embedded the same way and shown in their own section. The c2c report (`--c2c`) is part of
+//! the report value (`report.c2c`); a c2c-only page embeds it as `c2c` with no report.
 //!
 //! Escaping: text that goes into markup is HTML-escaped ([`html_text`]); the JSON has `<`, `>`,
 //! `&`, U+2028 and U+2029 written as `\uXXXX` escapes ([`json_for_script`]), so no string in the
 //! data (a symbol named `</script>`, a comment opener `<!--`) can end the script element.
 
 use serde::Serialize;
-use spelunk_analysis::model::Report;
+use spelunk_analysis::c2c::{C2cReport, C2C_SCHEMA};
+use spelunk_analysis::model::{Report, SCHEMA};
 
 const TEMPLATE: &str = include_str!("../assets/report.html");
 const STYLE: &str = include_str!("../assets/report.css");
@@ -72,11 +75,14 @@ impl Topdown {
     }
 }
 
-/// What the page embeds: the report exactly as `--json` serializes it, and the top-down
+/// What the page embeds: the report exactly as `--json` serializes it (or, on a c2c-only page,
+/// no report and the c2c report as `spelunk c2c --json` serializes it), and the top-down
 /// results when given.
 #[derive(Serialize)]
 struct PageData<'a> {
-    report: &'a Report,
+    report: Option<&'a Report>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    c2c: Option<&'a C2cReport>,
     topdown: Option<&'a serde_json::Value>,
 }
 
@@ -145,16 +151,33 @@ fn fill(template: &str, values: &[(&str, &str)]) -> String {
 
 /// Renders the whole page.
 pub fn render_html(report: &Report, topdown: Option<&Topdown>) -> Result<String, HtmlError> {
-    let data = serde_json::to_string(&PageData {
-        report,
+    let data = PageData {
+        report: Some(report),
+        c2c: None,
         topdown: topdown.map(Topdown::value),
-    })?;
-    let data = json_for_script(&data);
-    let title = html_text(&report.recording.file);
+    };
+    page("spelunk report", SCHEMA, &report.recording.file, &data)
+}
+
+/// Renders a page with the c2c section only (`spelunk c2c --html`).
+pub fn render_c2c_html(c2c: &C2cReport) -> Result<String, HtmlError> {
+    let data = PageData {
+        report: None,
+        c2c: Some(c2c),
+        topdown: None,
+    };
+    page("spelunk c2c", C2C_SCHEMA, &c2c.file, &data)
+}
+
+fn page(kind: &str, schema: &str, file: &str, data: &PageData) -> Result<String, HtmlError> {
+    let data = json_for_script(&serde_json::to_string(data)?);
+    let title = html_text(file);
     let generator = concat!("spelunk ", env!("CARGO_PKG_VERSION"));
     Ok(fill(
         TEMPLATE,
         &[
+            ("kind", kind),
+            ("schema", schema),
             ("title", &title),
             ("generator", generator),
             ("uplot_css", UPLOT_CSS),
@@ -308,6 +331,104 @@ mod tests {
         assert!(err(r#"{"schema":"spelunk-report/1"}"#).contains("schema is 'spelunk-report/1'"));
         assert!(err("{}").contains("no schema field"));
         assert!(err(r#"{"schema":"spelunk-topdown/1"}"#).contains("no 'scopes' list"));
+    }
+
+    fn hostile_c2c() -> C2cReport {
+        use spelunk_analysis::c2c::*;
+        let thread = ThreadRef {
+            pid: Some(1),
+            tid: Some(2),
+            cpu: None,
+            name: Some(HOSTILE.into()),
+        };
+        let access = C2cAccess {
+            pc: 0x4000,
+            function: Some(HOSTILE.into()),
+            function_offset: Some(4),
+            dso: Some("/x/<!--.so".into()),
+            file: Some("</script>.c".into()),
+            line: Some(3),
+            peer_remote_pct: 0.0,
+            peer_local_pct: 1.0,
+            store_l1_hit_pct: 0.0,
+            store_l1_miss_pct: 0.0,
+            store_na_pct: 0.0,
+            mean_cycles_peer_remote: None,
+            mean_cycles_peer_local: Some(120.0),
+            mean_cycles_load: Some(120.0),
+            cpu_count: 1,
+            threads: vec![thread.clone()],
+            counts: LineCounts::default(),
+        };
+        C2cReport {
+            schema: C2C_SCHEMA,
+            file: "/tmp/<b>c2c</b>.data".into(),
+            line_size: 64,
+            samples_decoded: 1,
+            samples_selected: 1,
+            filter: vec![],
+            totals: C2cTotals::default(),
+            lines: vec![C2cLine {
+                index: 0,
+                pid: Some(1),
+                address: 0x1000,
+                object: Some("</SCRIPT ><!--".into()),
+                pa_count: 1,
+                cpu_count: 1,
+                peer_snoop_share: 1.0,
+                verdict: Verdict::FalseSharing,
+                verdict_reason: HOSTILE.into(),
+                counts: LineCounts::default(),
+                offsets: vec![C2cOffset {
+                    offset: 0x20,
+                    address: 0x1020,
+                    object: Some("{{data}}".into()),
+                    pa_count: 1,
+                    threads: vec![ThreadAccesses {
+                        thread,
+                        loads: 1,
+                        stores: 0,
+                    }],
+                    counts: LineCounts::default(),
+                    accesses: vec![access],
+                }],
+            }],
+            losses: Default::default(),
+        }
+    }
+
+    #[test]
+    fn c2c_tables_with_hostile_names_stay_inside_their_element() {
+        // In the report (`--c2c`): part of the report value, exactly as --json prints it.
+        let mut r = hostile_report();
+        r.c2c = Some(hostile_c2c());
+        let page = render_html(&r, None).unwrap();
+        assert_eq!(page.to_ascii_lowercase().matches("</script").count(), 3);
+        assert!(!page.contains("<!--"));
+        let data = element(
+            &page,
+            r#"<script type="application/json" id="spelunk-data">"#,
+        );
+        let back: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(back["report"], serde_json::to_value(&r).unwrap());
+        assert_eq!(back["report"]["c2c"]["schema"], "spelunk-c2c/1");
+        assert!(back.get("c2c").is_none());
+
+        // Alone (`spelunk c2c --html`): no report, the c2c report as `spelunk c2c --json`.
+        let c = hostile_c2c();
+        let page = render_c2c_html(&c).unwrap();
+        assert_eq!(page.to_ascii_lowercase().matches("</script").count(), 3);
+        assert!(!page.contains("<!--"));
+        assert!(page.contains("<title>spelunk c2c: /tmp/&lt;b&gt;c2c&lt;/b&gt;.data</title>"));
+        assert!(page.contains("(schema spelunk-c2c/1)"));
+        let data = element(
+            &page,
+            r#"<script type="application/json" id="spelunk-data">"#,
+        );
+        let back: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(back["report"], serde_json::Value::Null);
+        assert_eq!(back["c2c"], serde_json::to_value(&c).unwrap());
+        assert_eq!(back["c2c"]["lines"][0]["offsets"][0]["object"], "{{data}}");
     }
 
     #[test]
