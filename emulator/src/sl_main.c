@@ -210,7 +210,9 @@ typedef struct {
    ULong slice_start;   /* core time at the start of the scheduling slice */
    ULong quantum;       /* tq */
    Bool blocked;        /* in a system call that may block */
-   ULong reg_ready[SL_NSLOTS];
+   /* ready times (tq) of the dependency sources: [0, SL_NLDSLOTS) the loads of the superblock
+    * being replayed, then the SL_NSLOTS guest-state words (carried across superblocks) */
+   ULong rdy[SL_NLDSLOTS + SL_NSLOTS];
    Bool announced;
    HChar name[16];      /* as the kernel's comm: inherited at creation, set by PR_SET_NAME */
 } SlThread;
@@ -233,8 +235,6 @@ static ULong events_total, last_event_slice;
 /* written by instrumented code, read by sl_flush */
 #define SL_MAXSLOTS 1024
 static ULong sl_evbuf[SL_MAXSLOTS];
-static ULong sl_ldready[SL_NLDSLOTS];
-#define SL_SLOTBASE SL_NLDSLOTS
 
 /* ------------------------------------------------------------------------------------------ */
 /* guest-state shadow slots                                                                   */
@@ -274,7 +274,9 @@ typedef struct {
    UShort size;     /* access size; IT_ALU: number of ops */
    UInt alu;        /* IT_ALU: first SlAluOp */
    UShort counts[3]; /* IT_ALU: DP, ASE, VFP ops among them */
-   SlDeps deps;     /* address / condition / target dependencies */
+   UShort dep_off;  /* deps as a list: SlSbDesc.deps[dep_off, dep_off + dep_n) */
+   UChar dep_n;
+   SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
    Addr pc, target, fallthrough;
 } SlItem;
 
@@ -287,41 +289,62 @@ typedef struct {
 
 typedef struct {
    UChar slot;
+   UChar dep_n;     /* deps as a list: SlSbDesc.deps[dep_off, dep_off + dep_n) */
+   UShort dep_off;
    SlDeps deps;
 } SlWriteback;
 
 typedef struct {
    Addr base;
-   UInt n_items, n_exits, n_alu, n_wb, n_lines;
+   UInt n_items, n_exits, n_alu, n_wb, n_lines, n_deps;
    SlItem *items;
    SlExit *exits;
    SlAluOp *alu;
    SlWriteback *wb;
    Addr *lines;
+   UChar *deps;     /* dependency lists of the items and writebacks (SlThread.rdy indices) */
 } SlSbDesc;
 
-static inline ULong deps_ready(SlDeps m, const ULong *rr)
+/* Latest ready time of a dependency set (0 when empty). */
+static inline ULong deps_ready(SlDeps m, const ULong *rdy)
 {
    ULong r = 0, lo = (ULong)m, hi = (ULong)(m >> 64);
    while (lo) {
-      UInt b = (UInt)__builtin_ctzll(lo);
-      ULong v = sl_ldready[b];
+      ULong v = rdy[__builtin_ctzll(lo)];
       if (v > r) r = v;
       lo &= lo - 1;
    }
    while (hi) {
-      UInt b = 64 + (UInt)__builtin_ctzll(hi);
-      ULong v = b < SL_NLDSLOTS ? sl_ldready[b] : rr[b - SL_NLDSLOTS];
+      ULong v = rdy[64 + __builtin_ctzll(hi)];
       if (v > r) r = v;
       hi &= hi - 1;
    }
    return r;
 }
 
+/* The same from the list form. */
+static inline ULong list_ready(const UChar *p, UInt n, const ULong *rdy)
+{
+   ULong r, v;
+   UInt i;
+   switch (n) {
+   case 0: return 0;
+   case 1: return rdy[p[0]];
+   case 2: r = rdy[p[0]]; v = rdy[p[1]]; return v > r ? v : r;
+   default:
+      r = 0;
+      for (i = 0; i < n; i++) {
+         v = rdy[p[i]];
+         if (v > r) r = v;
+      }
+      return r;
+   }
+}
+
 static ULong alu_ready(void *ctx, SlDeps deps)
 {
    (void)ctx;
-   return cur ? deps_ready(deps, cur->reg_ready) : 0;
+   return cur ? deps_ready(deps, cur->rdy) : 0;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -620,20 +643,31 @@ static SlObject objects[SL_MAX_OBJECTS];
 static UInt n_objects;
 static Addr obj_lo = ~(Addr)0, obj_hi;
 
+static inline void object_count(SlObject *o, UInt size, Bool store, SlLevel lvl)
+{
+   if (store) { o->stores++; o->store_bytes += size; }
+   else { o->loads++; o->load_bytes += size; }
+   if (lvl != SL_LVL_L1D) o->l1d_misses++;
+}
+
 static void object_account(Addr a, UInt size, Bool store, SlLevel lvl)
 {
    static UInt last;
    UInt i, k;
+   SlObject *o;
    if (a < obj_lo || a >= obj_hi) return;
-   for (k = 0; k < n_objects; k++) {
-      SlObject *o;
-      i = (last + k) % n_objects; /* start with the object hit last */
+   /* the object hit last first, then the others in order after it */
+   o = &objects[last];
+   if (last < n_objects && !o->freed && a >= o->start && a < o->end) {
+      object_count(o, size, store, lvl);
+      return;
+   }
+   for (k = 1, i = last + 1; k < n_objects; k++, i++) {
+      if (i >= n_objects) i = 0;
       o = &objects[i];
       if (!o->freed && a >= o->start && a < o->end) {
          last = i;
-         if (store) { o->stores++; o->store_bytes += size; }
-         else { o->loads++; o->load_bytes += size; }
-         if (lvl != SL_LVL_L1D) o->l1d_misses++;
+         object_count(o, size, store, lvl);
          return;
       }
    }
@@ -645,18 +679,19 @@ static void object_account(Addr a, UInt size, Bool store, SlLevel lvl)
 static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
 {
    const SlExit *x = &d->exits[k];
+   const SlItem *it, *end;
+   const UChar *dl = d->deps;
    SlThread *th = cur;
    SlCore *c = cur_core;
-   ULong *rr;
+   ULong *rdy;
    UInt i;
    if (!th || !c || !clo_model) return;
-   rr = th->reg_ready;
-   for (i = 0; i < x->n_lines; i++) sl_ifetch(c, d->lines[i]);
-   for (i = 0; i < x->last_item; i++) {
-      const SlItem *it = &d->items[i];
+   rdy = th->rdy;
+   for (i = 0; i < x->n_lines; i++) ifetch_op(c, d->lines[i]);
+   for (it = d->items, end = d->items + x->last_item; it < end; it++) {
       switch (it->kind) {
       case IT_ALU:
-         sl_alu(c, it->size, &d->alu[it->alu], it->counts);
+         alu_op(c, it->size, &d->alu[it->alu], it->counts);
          break;
       case IT_LOAD:
       case IT_STORE: {
@@ -665,8 +700,8 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          ULong C;
          Addr a = (Addr)sl_evbuf[it->slot];
          if (a == 0) { /* guarded access not performed: still an op */
-            sl_alu(c, 1, NULL, NULL);
-            if (it->ldslot >= 0) sl_ldready[(UInt)it->ldslot] = c->t;
+            alu_op(c, 1, NULL, NULL);
+            if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = c->t;
             break;
          }
          m.pc = it->pc;
@@ -674,9 +709,9 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          m.size = it->size;
          m.store = it->kind == IT_STORE;
          m.subclass = it->sub;
-         m.addr_ready = it->deps ? deps_ready(it->deps, rr) : 0;
-         C = sl_mem(c, &m, &lvl);
-         if (it->ldslot >= 0) sl_ldready[(UInt)it->ldslot] = C;
+         m.addr_ready = list_ready(dl + it->dep_off, it->dep_n, rdy);
+         C = mem_op(c, &m, &lvl);
+         if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
          if (n_objects) object_account(a, it->size, m.store, lvl);
          break;
       }
@@ -686,7 +721,7 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          b.pc = it->pc;
          b.fallthrough = it->fallthrough;
          b.kind = (SlBranchKind)it->sub;
-         b.ready = it->deps ? deps_ready(it->deps, rr) : 0;
+         b.ready = list_ready(dl + it->dep_off, it->dep_n, rdy);
          if (it->kind == IT_BCOND) {
             b.taken = ((sl_evbuf[it->slot] & 1) != 0) != (it->inverted != 0);
             b.target = it->target;
@@ -694,7 +729,7 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
             b.taken = True;
             b.target = it->slot == 0xffff ? it->target : (Addr)sl_evbuf[it->slot];
          }
-         sl_branch(c, &b);
+         branch_op(c, &b);
          break;
       }
       default:
@@ -703,10 +738,12 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
    }
    sl_retire_insns(c, x->n_insns);
    if (x->wb_n) {
+      /* new ready times of the guest-state words written, all computed from the old ones */
+      const SlWriteback *wb = &d->wb[x->wb_first];
       ULong nv[SL_NSLOTS];
       UInt j;
-      for (j = 0; j < x->wb_n; j++) nv[j] = deps_ready(d->wb[x->wb_first + j].deps, rr);
-      for (j = 0; j < x->wb_n; j++) rr[d->wb[x->wb_first + j].slot] = nv[j];
+      for (j = 0; j < x->wb_n; j++) nv[j] = list_ready(dl + wb[j].dep_off, wb[j].dep_n, rdy);
+      for (j = 0; j < x->wb_n; j++) rdy[SL_NLDSLOTS + wb[j].slot] = nv[j];
    }
    if (timeline_tq && c->t >= next_snapshot[c->id]) {
       emit_counters(th, c, SLR_PERIODIC);
@@ -1021,6 +1058,25 @@ static void start_instr(Addr pc, UInt len)
    }
 }
 
+static UInt deps_count(SlDeps m)
+{
+   return (UInt)__builtin_popcountll((ULong)m) + (UInt)__builtin_popcountll((ULong)(m >> 64));
+}
+
+/* Appends the members of m to d->deps; returns their number, *off their position. */
+static UChar deps_list(SlSbDesc *d, SlDeps m, UShort *off)
+{
+   UInt b, n = 0;
+   *off = (UShort)d->n_deps;
+   for (b = 0; b < SL_NLDSLOTS + SL_NSLOTS; b++) {
+      if ((m >> b) & 1) {
+         d->deps[d->n_deps++] = (UChar)b;
+         n++;
+      }
+   }
+   return (UChar)n;
+}
+
 static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGuestLayout *layout,
                            const VexGuestExtents *vge, const VexArchInfo *archinfo_host,
                            IRType gWordTy, IRType hWordTy)
@@ -1284,6 +1340,19 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
    VG_(memcpy)(d->wb, ins.wb, ins.n_wb * sizeof(SlWriteback));
    d->lines = VG_(malloc)("spelunk.sbdesc", (ins.n_lines + 1) * sizeof(Addr));
    VG_(memcpy)(d->lines, ins.lines, ins.n_lines * sizeof(Addr));
+   {
+      /* dependency masks as lists, for the replay */
+      UInt n = 0, j;
+      for (j = 0; j < ins.n_items; j++) n += deps_count(d->items[j].deps);
+      for (j = 0; j < ins.n_wb; j++) n += deps_count(d->wb[j].deps);
+      if (n > 0xffff) VG_(tool_panic)("spelunk: superblock too large (dependencies)");
+      d->deps = VG_(malloc)("spelunk.sbdesc", n + 1);
+      d->n_deps = 0;
+      for (j = 0; j < ins.n_items; j++)
+         d->items[j].dep_n = deps_list(d, d->items[j].deps, &d->items[j].dep_off);
+      for (j = 0; j < ins.n_wb; j++)
+         d->wb[j].dep_n = deps_list(d, d->wb[j].deps, &d->wb[j].dep_off);
+   }
 
    {
       IRDirty *di = unsafeIRDirty_0_N(

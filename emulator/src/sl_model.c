@@ -126,6 +126,7 @@ const HChar *sl_config_check(SlConfig *c)
    if (c->dispatch_width == 0 || c->dispatch_width > SL_TQ) return "dispatch width out of range";
    if (c->rob_size == 0 || c->ls_issue_queue == 0 || c->mshrs == 0 || c->store_buffer == 0)
       return "pipeline sizes must be > 0";
+   if (c->rob_size > (1u << 24)) return "reorder window too large";
    if (!is_pow2(c->l1d_size / SL_LINE / (c->l1d_assoc ? c->l1d_assoc : 1)) || c->l1d_assoc == 0)
       return "L1D sets must be a power of two";
    if (!is_pow2(c->l1i_size / SL_LINE / (c->l1i_assoc ? c->l1i_assoc : 1)) || c->l1i_assoc == 0)
@@ -184,14 +185,23 @@ static inline UShort sat(const SlSystem *s, ULong cycles)
 /* ------------------------------------------------------------------------------------------ */
 /* caches                                                                                     */
 
+/* 64-byte aligned zeroed memory (never freed), so a set's tags and stamps share few host
+ * cache lines. */
+static void *calloc_aligned(ULong n, ULong size)
+{
+   UChar *p = SL_CALLOC(n * size + 64, 1);
+   return (void *)(((Addr)p + 63) & ~(Addr)63);
+}
+
 static void cache_init(SlCache *c, UInt size, UInt assoc)
 {
    UInt lines = size / SL_LINE;
    c->assoc = assoc;
    c->sets = lines / assoc;
    c->set_mask = c->sets - 1;
-   c->lines = SL_CALLOC(lines, sizeof(SlLine));
-   c->tags = SL_CALLOC(lines, sizeof(Addr));
+   c->lines = calloc_aligned(lines, sizeof(SlLine));
+   c->tags = calloc_aligned(lines, sizeof(Addr));
+   c->lru = calloc_aligned(lines, sizeof(ULong));
 }
 
 /* Index of a line's way, or -1. */
@@ -205,12 +215,15 @@ static inline Int cache_find(const SlCache *c, Addr line)
    return -1;
 }
 
+/* Makes way i the most recently used of its set. */
+static inline void cache_touch(SlCache *c, UInt i) { c->lru[i] = ++c->clock; }
+
 /* Finds a line; a hit becomes the most recently used of its set. */
 static inline SlLine *cache_lookup(SlCache *c, Addr line)
 {
    Int i = cache_find(c, line);
    if (i < 0) return NULL;
-   c->lines[i].lru = ++c->clock;
+   cache_touch(c, (UInt)i);
    return &c->lines[i];
 }
 
@@ -222,24 +235,89 @@ static inline SlLine *cache_peek(SlCache *c, Addr line)
 }
 
 /* Inserts a line as the most recently used, replacing an invalid way or the least recently
- * used one; the evicted line (tag 0 when none) is copied to *victim. */
-static inline SlLine *cache_insert(SlCache *c, Addr line, SlLine *victim)
+ * used one; returns its way index. The evicted line's tag (0 when none) and state go to
+ * *vtag / *vstate. */
+static inline UInt cache_insert_idx(SlCache *c, Addr line, Addr *vtag, UChar *vstate)
 {
    UInt base = (UInt)(line & c->set_mask) * c->assoc, w, v = base;
+   const Addr *t = &c->tags[base];
+   const ULong *u = &c->lru[base];
    SlLine *l;
-   for (w = 0; w < c->assoc; w++) {
-      if (c->tags[base + w] == 0) { v = base + w; break; }
-      if (c->lines[base + w].lru < c->lines[v].lru) v = base + w;
+   for (w = 0; w < c->assoc; w++)
+      if (t[w] == 0) break;
+   if (w < c->assoc) {
+      v = base + w;
+   } else {
+      ULong m = u[0];
+      for (w = 1; w < c->assoc; w++)
+         if (u[w] < m) { m = u[w]; v = base + w; }
    }
    l = &c->lines[v];
-   *victim = *l;
-   l->tag = line + 1;
+   *vtag = c->tags[v];
+   *vstate = l->state;
    c->tags[v] = line + 1;
    l->ready = 0;
    l->state = SL_I;
    l->flags = 0;
-   l->lru = ++c->clock;
+   c->lru[v] = ++c->clock;
+   return v;
+}
+
+/* Finds a line's way (-1 when absent) and, when absent, the way an insert would replace (as
+ * cache_insert_idx chooses it: the first invalid way, else the least recently used), in one
+ * pass over the set. */
+static SL_ALWAYS_INLINE Int find_victim_n(const SlCache *c, Addr line, UInt *victim,
+                                           const UInt assoc)
+{
+   UInt base = (UInt)(line & c->set_mask) * assoc, w, inv = ~0u, v = base;
+   const Addr *t = &c->tags[base];
+   const ULong *u = &c->lru[base];
+   Addr tag = line + 1;
+   ULong m = ~0ull;
+#pragma GCC unroll 16
+   for (w = 0; w < assoc; w++) {
+      if (t[w] == tag) return (Int)(base + w);
+      if (t[w] == 0) {
+         if (inv == ~0u) inv = w;
+      } else if (u[w] < m) {
+         m = u[w];
+         v = base + w;
+      }
+   }
+   *victim = inv != ~0u ? base + inv : v;
+   return -1;
+}
+
+static inline Int cache_find_victim(const SlCache *c, Addr line, UInt *victim)
+{
+   /* the default associativities, unrolled */
+   switch (c->assoc) {
+   case 8: return find_victim_n(c, line, victim, 8);
+   case 16: return find_victim_n(c, line, victim, 16);
+   default: return find_victim_n(c, line, victim, c->assoc);
+   }
+}
+
+/* Puts a line in way v (from cache_find_victim, the set unchanged since) as the most recently
+ * used; the evicted line's tag (0 when none) and state go to *vtag / *vstate. */
+static inline SlLine *cache_insert_at(SlCache *c, UInt v, Addr line, Addr *vtag, SlLine *victim)
+{
+   SlLine *l = &c->lines[v];
+   *vtag = c->tags[v];
+   *victim = *l;
+   c->tags[v] = line + 1;
+   l->ready = 0;
+   l->state = SL_I;
+   l->flags = 0;
+   c->lru[v] = ++c->clock;
    return l;
+}
+
+static inline SlLine *cache_insert(SlCache *c, Addr line)
+{
+   Addr vt;
+   UChar vs;
+   return &c->lines[cache_insert_idx(c, line, &vt, &vs)];
 }
 
 static inline void cache_invalidate(SlCache *c, Addr line)
@@ -247,7 +325,6 @@ static inline void cache_invalidate(SlCache *c, Addr line)
    Int i = cache_find(c, line);
    if (i >= 0) {
       c->tags[i] = 0;
-      c->lines[i].tag = 0;
       c->lines[i].state = SL_I;
       c->lines[i].flags = 0;
    }
@@ -291,6 +368,7 @@ SlCore *sl_core(SlSystem *s, UInt id)
 {
    SlCore *c;
    const SlConfig *cfg = &s->cfg;
+   UInt i;
    SL_ASSERT(id < cfg->max_cores);
    if (s->cores[id]) return s->cores[id];
    c = SL_CALLOC(1, sizeof(SlCore));
@@ -302,8 +380,9 @@ SlCore *sl_core(SlSystem *s, UInt id)
    tlb_init(&c->dtlb, cfg->l1dtlb_entries, cfg->l1dtlb_entries);
    tlb_init(&c->itlb, cfg->l1itlb_entries, cfg->l1itlb_entries);
    tlb_init(&c->stlb, cfg->l2tlb_entries, cfg->l2tlb_assoc);
-   c->rob_cap = cfg->rob_size + 1;
-   c->rob = SL_CALLOC(c->rob_cap, sizeof(SlRobEnt));
+   for (i = 1; i <= cfg->rob_size; i <<= 1) {}
+   c->rob_mask = i - 1;
+   c->rob = SL_CALLOC(i, sizeof(SlRobEnt));
    c->iq = SL_CALLOC(cfg->ls_issue_queue, sizeof(ULong));
    c->mshr = SL_CALLOC(cfg->mshrs, sizeof(ULong));
    c->stb = SL_CALLOC(cfg->store_buffer, sizeof(ULong));
@@ -313,6 +392,7 @@ SlCore *sl_core(SlSystem *s, UInt id)
    c->ras = SL_CALLOC(cfg->ras_entries, sizeof(Addr));
    c->rng = cfg->seed * 2654435761u + id * 40503u + 1u;
    c->last_vpn[0] = c->last_vpn[1] = ~(Addr)0;
+   for (i = 0; i < 4; i++) c->imemo[i].va_line = ~(Addr)0;
    c->next_sample = next_interval(c);
    s->cores[id] = c;
    if (id + 1 > s->n_cores_alloc) s->n_cores_alloc = id + 1;
@@ -464,9 +544,17 @@ static inline UInt lvl_latency(const SlConfig *cfg, SlLevel l)
 
 static void slc_insert(SlSystem *s, Addr line, Bool dirty)
 {
-   SlLine v;
-   SlLine *l = cache_lookup(&s->slc, line);
-   if (!l) l = cache_insert(&s->slc, line, &v);
+   UInt v = 0;
+   Int i = cache_find_victim(&s->slc, line, &v);
+   SlLine *l;
+   if (i >= 0) {
+      cache_touch(&s->slc, (UInt)i);
+      l = &s->slc.lines[i];
+   } else {
+      Addr vt;
+      SlLine vl;
+      l = cache_insert_at(&s->slc, v, line, &vt, &vl);
+   }
    if (dirty) l->state = SL_M;
    else if (l->state == SL_I) l->state = SL_E;
 }
@@ -536,54 +624,75 @@ static inline void upgrade(SlCore *c, Addr line)
 /* Brings a line into c's L2 from outside (or finds it there). Returns the level that supplied
  * it; *ready is when the data is available given the request leaves L1 at time t (tq). */
 static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong t, ULong *ready,
-                         UInt *ev)
+                         UInt *ev, SlLine **l2out)
 {
    SlSystem *s = c->sys;
    const SlConfig *cfg = &s->cfg;
-   SlLine *l, v;
+   SlLine *l;
+   Addr vtag;
    SlLevel lvl;
    Bool shared = False;
+   UInt v2 = 0, vs = 0, slc_way = 0;
+   Int i2;
+   SlLine vl;
    c->c[SL_C_L2D_CACHE]++;
-   l = cache_lookup(&c->l2, line);
-   if (l) {
+   /* on a miss, nothing below changes this core's L2 before the insert: the victim found now
+    * is the one to replace */
+   i2 = cache_find_victim(&c->l2, line, &v2);
+   if (i2 >= 0) {
+      cache_touch(&c->l2, (UInt)i2);
+      l = &c->l2.lines[i2];
       if (store && l->state == SL_S) upgrade(c, line);
       if (store) l->state = SL_M;
+      if (l2out) *l2out = l;
       *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
       return SL_LVL_L2;
    }
    c->c[SL_C_L2D_CACHE_REFILL]++;
    c->c[SL_C_BUS_ACCESS_RD] += SL_LINE / 32; /* 32-byte beats (assumed bus width) */
-   if (snoop_others(c, line, store, &shared)) {
+   if (s->n_cores_alloc > 1 && snoop_others(c, line, store, &shared)) {
       lvl = SL_LVL_PEER;
       if (count_ll) { c->c[SL_C_LL_CACHE_RD]++; c->c[SL_C_LL_CACHE_MISS_RD]++; }
    } else {
+      Int is;
       if (count_ll) c->c[SL_C_LL_CACHE_RD]++;
-      if (cache_lookup(&s->slc, line)) {
+      is = cache_find_victim(&s->slc, line, &vs);
+      if (is >= 0) {
+         cache_touch(&s->slc, (UInt)is);
          lvl = SL_LVL_SLC;
       } else {
-         SlLine sv, *sl;
+         Addr svt;
+         SlLine svl;
          lvl = SL_LVL_DRAM;
          if (count_ll) c->c[SL_C_LL_CACHE_MISS_RD]++;
-         sl = cache_insert(&s->slc, line, &sv);
-         sl->state = SL_E;
+         cache_insert_at(&s->slc, vs, line, &svt, &svl)->state = SL_E;
       }
+      slc_way = is >= 0 ? (UInt)is : vs;
    }
    /* seed 000 table 4.5: N1 records LLC-ACCESS and LLC-REFILL for every access served beyond
     * the core's L2 (SLC hits included); the data source tells the levels apart. */
    *ev |= SL_EV_LLC_ACCESS | SL_EV_LLC_MISS;
    *ready = t + (ULong)(lvl_latency(cfg, lvl) - cfg->l1tlb_lat) * SL_TQ;
-   l = cache_insert(&c->l2, line, &v);
+   l = cache_insert_at(&c->l2, v2, line, &vtag, &vl);
    l->state = store ? SL_M : (shared ? SL_S : SL_E);
    l->ready = *ready;
-   if (v.tag) {
-      Addr vline = v.tag - 1;
+   l->slc_way = slc_way;
+   if (l2out) *l2out = l;
+   if (vtag) {
+      Addr vline = vtag - 1;
       /* inclusive L2: evicting a line removes it from L1D/L1I */
       cache_invalidate(&c->l1d, vline);
-      cache_invalidate(&c->l1i, vline);
-      if (v.state == SL_M) {
+      if (vl.flags & SL_LF_IN_L1I) cache_invalidate(&c->l1i, vline);
+      if (vl.state == SL_M) {
          c->c[SL_C_L2D_CACHE_WB]++;
          c->c[SL_C_BUS_ACCESS_WR] += SL_LINE / 32;
-         slc_insert(s, vline, True);
+         if (s->slc.tags[vl.slc_way] == vline + 1) {
+            /* still in the SLC way it was filled from (what slc_insert would find) */
+            cache_touch(&s->slc, vl.slc_way);
+            s->slc.lines[vl.slc_way].state = SL_M;
+         } else {
+            slc_insert(s, vline, True);
+         }
       }
    }
    return lvl;
@@ -630,7 +739,7 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
          pfn = pt_lookup(s, vpn);
          /* the leaf descriptor is fetched through L2 (8-byte descriptors, 8 per line) */
          pte_line = (cfg->pt_pa_base + vpn * 8) >> SL_LINE_SHIFT;
-         pl = l2_access(c, pte_line, False, False, t, &ready, &pev);
+         pl = l2_access(c, pte_line, False, False, t, &ready, &pev, NULL);
          *xlat += cfg->walk_lat + lvl_latency(cfg, pl);
          tlb_insert(&c->stlb, vpn, pfn);
       }
@@ -651,7 +760,7 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
 
 static void prefetch_line(SlCore *c, Addr line, ULong t)
 {
-   SlLine *l, v;
+   SlLine *l, *l2;
    ULong ready;
    UInt ev = 0;
    if (cache_peek(&c->l1d, line)) return;
@@ -663,12 +772,9 @@ static void prefetch_line(SlCore *c, Addr line, ULong t)
          if (d && d != c && cache_peek(&d->l2, line)) return;
       }
    }
-   (void)l2_access(c, line, False, True, t, &ready, &ev);
-   l = cache_insert(&c->l1d, line, &v);
-   {
-      SlLine *l2 = cache_peek(&c->l2, line);
-      l->state = l2 ? l2->state : SL_E;
-   }
+   (void)l2_access(c, line, False, True, t, &ready, &ev, &l2);
+   l = cache_insert(&c->l1d, line);
+   l->state = l2->state;
    l->ready = ready;
    l->flags = SL_LF_PREFETCHED;
    c->c[SL_T_PREFETCH_LINES]++;
@@ -738,33 +844,33 @@ static inline Bool spe_select(SlCore *c)
 
 /* Applies the ROB constraint for op n: it dispatches no earlier than the retirement of the
  * newest tracked op with index <= n - rob_size. */
-static inline ULong rob_constraint(SlCore *c, ULong n)
+static inline ULong rob_constraint(SlCore *c, ULong n, ULong R)
 {
-   ULong cons = 0, R = c->sys->cfg.rob_size;
-   while (c->rob_n) {
-      SlRobEnt *e = &c->rob[c->rob_head];
+   ULong cons = 0, h = c->rob_head;
+   while (h != c->rob_tail) {
+      const SlRobEnt *e = &c->rob[h & c->rob_mask];
       if (e->idx + R > n) break;
       cons = MAX(cons, e->retire);
-      if (++c->rob_head == c->rob_cap) c->rob_head = 0;
-      c->rob_n--;
+      h++;
    }
+   c->rob_head = h;
    return cons;
+}
+
+/* The oldest tracked op holds back op n. */
+static inline Bool rob_due(const SlCore *c, ULong n, ULong R)
+{
+   return c->rob_head != c->rob_tail && c->rob[c->rob_head & c->rob_mask].idx + R <= n;
 }
 
 static inline void rob_push(SlCore *c, ULong idx, ULong retire)
 {
-   UInt tail;
+   SlRobEnt *e = &c->rob[c->rob_tail & c->rob_mask];
    retire = MAX(retire, c->last_retire);
    c->last_retire = retire;
-   if (c->rob_n == c->rob_cap) { /* cannot happen (at most rob_size live entries) */
-      if (++c->rob_head == c->rob_cap) c->rob_head = 0;
-      c->rob_n--;
-   }
-   tail = c->rob_head + c->rob_n;
-   if (tail >= c->rob_cap) tail -= c->rob_cap;
-   c->rob[tail].idx = idx;
-   c->rob[tail].retire = retire;
-   c->rob_n++;
+   e->idx = idx;
+   e->retire = retire;
+   c->rob_tail++;
 }
 
 static inline void stall_backend(SlCore *c, ULong *D, ULong cons)
@@ -808,43 +914,33 @@ static void spe_record(SlCore *c, SlSample *smp, ULong D, ULong C, Bool is_load,
    if (s->sink.sample) s->sink.sample(s->sink.ctx, smp);
 }
 
-/* Non-memory ops dispatched back to back (subject to the ROB constraint). */
-static void alu_batch(SlCore *c, UInt k)
+/* Non-memory ops dispatched back to back (subject to the ROB constraint): op i dispatches
+ * after the tracked ops up to i - rob_size retired. */
+static SL_ALWAYS_INLINE void alu_batch(SlCore *c, UInt k)
 {
    const ULong R = c->sys->cfg.rob_size, dt = c->sys->disp_tq;
-   ULong i = c->pop + 1, last = c->pop + k, t = c->t;
-   while (i <= last) {
-      ULong jf = c->rob_n ? c->rob[c->rob_head].idx + R : ~0ull;
-      if (jf <= i) {
-         ULong cons = c->rob[c->rob_head].retire;
-         if (++c->rob_head == c->rob_cap) c->rob_head = 0;
-         c->rob_n--;
-         stall_backend(c, &t, cons);
-         continue;
+   ULong i = c->pop + 1, last = c->pop + k, t = c->t, h = c->rob_head;
+   while (h != c->rob_tail) {
+      const SlRobEnt *e = &c->rob[h & c->rob_mask];
+      ULong jf = e->idx + R; /* the first op it holds back */
+      if (jf > last) break;
+      if (jf > i) {
+         t += (jf - i) * dt;
+         i = jf;
       }
-      {
-         ULong m = MIN(jf, last + 1) - i;
-         t += m * dt;
-         i += m;
-      }
+      stall_backend(c, &t, e->retire);
+      h++;
    }
-   c->t = t;
+   c->rob_head = h;
+   c->t = t + (last + 1 - i) * dt;
    c->pop = last;
 }
 
-void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
+/* n ALU ops of which one or more is selected for sampling, or dispatched under the ROB
+ * constraint (the op counters are already counted). */
+static SL_NOINLINE void alu_slow(SlCore *c, UInt n, const SlAluOp *info)
 {
-   UInt done = 0, j;
-   if (n == 0) return;
-   if (counts) {
-      c->c[SL_C_DP_SPEC] += counts[0];
-      c->c[SL_C_ASE_SPEC] += counts[1];
-      c->c[SL_C_VFP_SPEC] += counts[2];
-   } else if (info) {
-      for (j = 0; j < n; j++) c->c[info[j].counter]++;
-   } else {
-      c->c[SL_C_DP_SPEC] += n;
-   }
+   UInt done = 0;
    while (done < n) {
       ULong until = c->next_sample - c->pop - 1; /* ops before the next selected op */
       if (until >= n - done) {
@@ -878,86 +974,184 @@ void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
    }
 }
 
-ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
+/* n ALU ops (sl_alu; inlined into the tool's per-superblock replay). */
+static SL_ALWAYS_INLINE void alu_op(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
+{
+   UInt j;
+   if (n == 0) return;
+   if (counts) {
+      c->c[SL_C_DP_SPEC] += counts[0];
+      c->c[SL_C_ASE_SPEC] += counts[1];
+      c->c[SL_C_VFP_SPEC] += counts[2];
+   } else if (info) {
+      for (j = 0; j < n; j++) c->c[info[j].counter]++;
+   } else {
+      c->c[SL_C_DP_SPEC] += n;
+   }
+   if (SL_LIKELY(c->next_sample - c->pop - 1 >= n)) alu_batch(c, n); /* none selected */
+   else alu_slow(c, n, info);
+}
+
+void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
+{
+   alu_op(c, n, info, counts);
+}
+
+/* The rarer parts of a memory op, out of line so the common path (an L1 TLB and L1D hit)
+ * stays short. */
+
+/* First demand use of a prefetched line: late-prefetch event, prefetcher training. */
+static SL_NOINLINE void l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, ULong l1ready,
+                                     UInt *ev)
+{
+   l->flags &= ~SL_LF_PREFETCHED;
+   if (l->ready > l1ready) {
+      *ev |= SL_EV_LATE_PREFETCH;
+      c->c[SL_T_LATE_PREFETCH]++;
+   }
+   prefetch_train(c, line, I);
+}
+
+/* A store to a line held without ownership. */
+static SL_NOINLINE void l1_store_own(SlCore *c, SlLine *l, Addr line)
+{
+   if (l->state == SL_S) upgrade(c, line);
+   private_set_state(c, line, SL_M);
+}
+
+/* An L1D miss: the line comes from L2 or beyond; returns its L1D way. */
+static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, ULong I, ULong Imem,
+                                ULong *ready, UInt *ev, SlLevel *lvl)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   SlLine *l, *l2;
+   Addr vtag;
+   UChar vstate;
+   UInt li;
+   *ev |= SL_EV_L1D_REFILL;
+   c->c[SL_C_L1D_CACHE_REFILL]++;
+   if (!store) {
+      /* a demand miss waits for a free miss-status register */
+      Imem = MAX(Imem, c->mshr[c->mshr_pos]);
+   }
+   *lvl = l2_access(c, line, store, !store, Imem, ready, ev, &l2);
+   li = cache_insert_idx(&c->l1d, line, &vtag, &vstate);
+   l = &c->l1d.lines[li];
+   l->state = l2->state;
+   l->ready = *ready;
+   if (!store) {
+      c->mshr[c->mshr_pos] = *ready;
+      if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
+   }
+   prefetch_train(c, line, I);
+   return li;
+}
+
+/* The SPE record of a selected memory op. */
+static SL_NOINLINE void mem_sample(SlCore *c, const SlMemOp *m, Addr pa, UInt xlat, UInt ev,
+                                   SlLevel lvl, ULong D, ULong I, ULong C)
 {
    SlSystem *s = c->sys;
-   const SlConfig *cfg = &s->cfg;
-   const ULong Q = cfg->ls_issue_queue;
-   ULong n, D, I, Imem, C, ready = 0, retire;
-   UInt xlat, ev = SL_EV_RETIRED | SL_EV_TLB_ACCESS;
+   SlSample smp;
+   SL_MEMSET(&smp, 0, sizeof smp);
+   smp.op_class = SL_OPC_LDST;
+   smp.op_subclass = (UChar)(m->subclass | (m->store ? SL_LS_ST : 0));
+   smp.pc = m->pc;
+   smp.va = m->va;
+   smp.pa = pa;
+   smp.access_size = (UChar)MIN(m->size, 255u);
+   smp.flags = SL_SF_VA | SL_SF_PA | SL_SF_XLAT;
+   smp.xlat_lat = sat(s, xlat);
+   smp.issue_lat = sat(s, (I - D) / SL_TQ);
+   if (m->store) {
+      /* N1 store records carry no L1D events and no data source (seed 000 figure 2.4) */
+      smp.events = ev & ~(SL_EV_L1D_ACCESS | SL_EV_L1D_REFILL | SL_EV_LLC_ACCESS |
+                          SL_EV_LLC_MISS | SL_EV_LATE_PREFETCH);
+      smp.level = 0xff;
+   } else {
+      smp.events = ev | SL_EV_L1D_ACCESS;
+      smp.data_source = (UShort)lvl_ds[lvl];
+      smp.flags |= SL_SF_DS;
+      smp.level = (UChar)lvl;
+   }
+   spe_record(c, &smp, D, C, !m->store, m->store, False);
+}
+
+/* One memory op (sl_mem; inlined into the tool's per-superblock replay). */
+static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   const Bool store = m->store;
+   const Addr va = m->va;
+   const UInt psh = cfg->page_shift, Q = cfg->ls_issue_queue;
+   const ULong R = cfg->rob_size;
+   ULong n, D, I, Imem, l1ready, C, ready, retire;
+   UInt xlat, ev = SL_EV_RETIRED | SL_EV_TLB_ACCESS, rh, li, pos;
    Bool sel;
-   Addr pa, line;
+   Addr pa, line, vpn;
    SlLevel lvl = SL_LVL_L1D;
+   SlTlbEntry *te;
    SlLine *l;
 
-   /* dispatch */
-   c->pop++;
-   n = c->pop;
-   sel = spe_select(c);
+   /* dispatch: after the op rob_size earlier retired, the memory op ls_issue_queue earlier
+    * issued and (stores) the store store_buffer earlier drained */
+   n = c->pop + 1;
+   c->pop = n;
+   sel = SL_UNLIKELY(n == c->next_sample) && spe_select(c);
    D = c->t;
-   stall_backend(c, &D, rob_constraint(c, n));
-   if (c->n_mem >= Q) stall_backend(c, &D, c->iq[c->iq_pos]);
-   if (m->store && c->n_st >= cfg->store_buffer) stall_backend(c, &D, c->stb[c->stb_pos]);
-   c->t = D + s->disp_tq;
+   if (rob_due(c, n, R)) stall_backend(c, &D, rob_constraint(c, n, R));
+   pos = c->iq_pos;
+   stall_backend(c, &D, c->iq[pos]);
+   if (store) stall_backend(c, &D, c->stb[c->stb_pos]);
+   c->t = D + c->sys->disp_tq;
 
-   /* issue when the address operands are ready; translate */
+   /* issue when the address operands are ready; translate. A page whose L1 TLB entry is
+    * remembered in utlb is a hit (translate() checks the same first). */
    I = MAX(D, m->addr_ready);
-   c->iq[c->iq_pos] = I;
-   if (++c->iq_pos == Q) c->iq_pos = 0;
-   c->n_mem++;
-   pa = translate(c, m->va, False, I, &xlat, &ev);
+   c->iq[pos] = I;
+   c->iq_pos = pos + 1 == Q ? 0 : pos + 1;
+   vpn = va >> psh;
+   te = c->utlb[0][(vpn ^ (vpn >> 3) ^ (vpn >> 6)) & 7];
+   if (SL_LIKELY(te && te->vpn == vpn + 1)) {
+      te->lru = ++c->dtlb.clock;
+      c->last_vpn[0] = vpn;
+      c->last_tlbe[0] = te;
+      xlat = cfg->l1tlb_lat;
+      pa = (te->pfn << psh) | (va & ((1ull << psh) - 1));
+   } else {
+      pa = translate(c, va, False, I, &xlat, &ev);
+   }
    line = pa >> SL_LINE_SHIFT;
 
    /* MEM_ACCESS, LD/ST_SPEC, L1D_CACHE, L1D_TLB and TRUTH_STORE_OPS follow from these two
     * (sl_core_counters) */
-   c->c[m->store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
+   c->c[store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
    Imem = I + (ULong)xlat * SL_TQ;
+   l1ready = Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ;
 
-   l = c->l1_recent[(line ^ (line >> 4) ^ (line >> 9)) & 15];
-   if (l && l->tag == line + 1) l->lru = ++c->l1d.clock;
-   else l = cache_lookup(&c->l1d, line);
-   if (l) {
-      ready = MAX(Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
-      if (l->flags & SL_LF_PREFETCHED) {
-         l->flags &= ~SL_LF_PREFETCHED;
-         if (l->ready > Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ) {
-            ev |= SL_EV_LATE_PREFETCH;
-            c->c[SL_T_LATE_PREFETCH]++;
-         }
-         prefetch_train(c, line, I);
-      }
-      if (m->store && l->state != SL_M) {
-         if (l->state == SL_S) upgrade(c, line);
-         private_set_state(c, line, SL_M);
-      }
-   } else {
-      SlLine v, *l2;
-      ev |= SL_EV_L1D_REFILL;
-      c->c[SL_C_L1D_CACHE_REFILL]++;
-      if (!m->store) {
-         /* a demand miss waits for a free miss-status register */
-         if (c->n_miss >= cfg->mshrs) Imem = MAX(Imem, c->mshr[c->mshr_pos]);
-      }
-      lvl = l2_access(c, line, m->store, !m->store, Imem, &ready, &ev);
-      l = cache_insert(&c->l1d, line, &v);
-      l2 = cache_peek(&c->l2, line);
-      l->state = l2 ? l2->state : SL_E;
-      l->ready = ready;
-      if (!m->store) {
-         c->mshr[c->mshr_pos] = ready;
-         if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
-         c->n_miss++;
-      }
-      prefetch_train(c, line, I);
+   rh = (UInt)(line ^ (line >> 4) ^ (line >> 9)) & 15;
+   li = c->l1_recent[rh];
+   if (c->l1d.tags[li] != line + 1) {
+      Int f = cache_find(&c->l1d, line);
+      li = f < 0 ? ~0u : (UInt)f;
    }
-   c->l1_recent[(line ^ (line >> 4) ^ (line >> 9)) & 15] = l; /* validated by tag on use */
+   if (SL_LIKELY(li != ~0u)) {
+      cache_touch(&c->l1d, li);
+      l = &c->l1d.lines[li];
+      ready = MAX(l1ready, l->ready);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) l1_first_use(c, l, line, I, l1ready, &ev);
+      if (store && SL_UNLIKELY(l->state != SL_M)) l1_store_own(c, l, line);
+   } else {
+      li = l1_miss(c, line, store, I, Imem, &ready, &ev, &lvl);
+   }
+   c->l1_recent[rh] = li; /* validated by tag on use */
 
-   if (m->store) {
+   if (store) {
       /* stores retire from the store buffer; the line fill drains in the background */
       C = I + (ULong)(xlat + 1) * SL_TQ;
-      c->stb[c->stb_pos] = MAX(C, ready);
-      if (++c->stb_pos == cfg->store_buffer) c->stb_pos = 0;
-      c->n_st++;
+      pos = c->stb_pos;
+      c->stb[pos] = MAX(C, ready);
+      c->stb_pos = pos + 1 == cfg->store_buffer ? 0 : pos + 1;
       retire = C;
       c->c[SL_T_ST_BYTES] += m->size;
    } else {
@@ -969,36 +1163,34 @@ ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
    }
    rob_push(c, n, retire);
    if (lvl_out) *lvl_out = lvl;
-
-   if (sel) {
-      SlSample smp;
-      SL_MEMSET(&smp, 0, sizeof smp);
-      smp.op_class = SL_OPC_LDST;
-      smp.op_subclass = (UChar)(m->subclass | (m->store ? SL_LS_ST : 0));
-      smp.pc = m->pc;
-      smp.va = m->va;
-      smp.pa = pa;
-      smp.access_size = (UChar)MIN(m->size, 255u);
-      smp.flags = SL_SF_VA | SL_SF_PA | SL_SF_XLAT;
-      smp.xlat_lat = sat(s, xlat);
-      smp.issue_lat = sat(s, (I - D) / SL_TQ);
-      if (m->store) {
-         /* N1 store records carry no L1D events and no data source (seed 000 figure 2.4) */
-         smp.events = ev & ~(SL_EV_L1D_ACCESS | SL_EV_L1D_REFILL | SL_EV_LLC_ACCESS |
-                             SL_EV_LLC_MISS | SL_EV_LATE_PREFETCH);
-         smp.level = 0xff;
-      } else {
-         smp.events = ev | SL_EV_L1D_ACCESS;
-         smp.data_source = (UShort)lvl_ds[lvl];
-         smp.flags |= SL_SF_DS;
-         smp.level = (UChar)lvl;
-      }
-      spe_record(c, &smp, D, C, !m->store, m->store, False);
-   }
+   if (SL_UNLIKELY(sel)) mem_sample(c, m, pa, xlat, ev, lvl, D, I, C);
    return C;
 }
 
-void sl_branch(SlCore *c, const SlBranch *b)
+ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
+{
+   return mem_op(c, m, lvl_out);
+}
+
+static SL_NOINLINE void branch_sample(SlCore *c, const SlBranch *b, UChar sub, Bool mis, ULong D,
+                                      ULong R)
+{
+   SlSample smp;
+   SL_MEMSET(&smp, 0, sizeof smp);
+   smp.op_class = SL_OPC_BRANCH;
+   smp.op_subclass = sub;
+   smp.pc = b->pc;
+   smp.target = b->target;
+   smp.flags = SL_SF_TARGET;
+   smp.events = SL_EV_RETIRED | (mis ? SL_EV_MISPRED : 0) |
+                ((b->kind == SL_B_COND && !b->taken) ? SL_EV_NOT_TAKEN : 0);
+   smp.level = 0xff;
+   smp.issue_lat = sat(c->sys, (R - SL_TQ - D) / SL_TQ);
+   spe_record(c, &smp, D, R, False, False, True);
+}
+
+/* One branch (sl_branch; inlined into the tool's per-superblock replay). */
+static SL_ALWAYS_INLINE void branch_op(SlCore *c, const SlBranch *b)
 {
    SlSystem *s = c->sys;
    const SlConfig *cfg = &s->cfg;
@@ -1006,11 +1198,10 @@ void sl_branch(SlCore *c, const SlBranch *b)
    Bool sel, mis = False;
    UChar sub = 0;
 
-   c->pop++;
-   n = c->pop;
-   sel = spe_select(c);
+   n = ++c->pop;
+   sel = SL_UNLIKELY(n == c->next_sample) && spe_select(c);
    D = c->t;
-   stall_backend(c, &D, rob_constraint(c, n));
+   if (rob_due(c, n, cfg->rob_size)) stall_backend(c, &D, rob_constraint(c, n, cfg->rob_size));
    c->t = D + s->disp_tq;
    c->c[SL_C_BR_RETIRED]++;
 
@@ -1074,35 +1265,29 @@ void sl_branch(SlCore *c, const SlBranch *b)
          c->t = t2;
       }
    }
-   if (sel) {
-      SlSample smp;
-      SL_MEMSET(&smp, 0, sizeof smp);
-      smp.op_class = SL_OPC_BRANCH;
-      smp.op_subclass = sub;
-      smp.pc = b->pc;
-      smp.target = b->target;
-      smp.flags = SL_SF_TARGET;
-      smp.events = SL_EV_RETIRED | (mis ? SL_EV_MISPRED : 0) |
-                   ((b->kind == SL_B_COND && !b->taken) ? SL_EV_NOT_TAKEN : 0);
-      smp.level = 0xff;
-      smp.issue_lat = sat(s, (R - SL_TQ - D) / SL_TQ);
-      spe_record(c, &smp, D, R, False, False, True);
-   }
+   if (SL_UNLIKELY(sel)) branch_sample(c, b, sub, mis, D, R);
 }
 
-void sl_ifetch(SlCore *c, Addr va)
+void sl_branch(SlCore *c, const SlBranch *b)
+{
+   branch_op(c, b);
+}
+
+static SL_NOINLINE void ifetch_slow(SlCore *c, Addr va)
 {
    SlSystem *s = c->sys;
    const SlConfig *cfg = &s->cfg;
    UInt xlat, ev = 0;
    Addr pa, line;
    ULong stall = 0;
+   SlIMemo *im;
    c->c[SL_C_L1I_CACHE]++;
-   if (c->i_last && (va >> SL_LINE_SHIFT) == c->i_last_va && c->i_last->tag == c->i_last_line + 1 &&
+   im = &c->imemo[(va >> SL_LINE_SHIFT) & 3];
+   if ((va >> SL_LINE_SHIFT) == im->va_line && c->l1i.tags[im->way] == im->line + 1 &&
        (va >> cfg->page_shift) == c->last_vpn[1]) {
-      /* the line fetched last time, still in L1I, same page: hit */
+      /* a line fetched recently, still in L1I, on the page translated last: hit */
       c->c[SL_C_L1I_TLB]++;
-      c->i_last->lru = ++c->l1i.clock;
+      cache_touch(&c->l1i, im->way);
       c->last_tlbe[1]->lru = ++c->itlb.clock;
       return;
    }
@@ -1110,23 +1295,49 @@ void sl_ifetch(SlCore *c, Addr va)
    if (xlat > cfg->l1tlb_lat) stall += (ULong)(xlat - cfg->l1tlb_lat) * SL_TQ;
    line = pa >> SL_LINE_SHIFT;
    {
-      SlLine *il = cache_lookup(&c->l1i, line);
-      if (!il) {
+      Int il = cache_find(&c->l1i, line);
+      if (il >= 0) {
+         cache_touch(&c->l1i, (UInt)il);
+      } else {
          ULong ready;
-         SlLine v;
+         Addr vtag;
+         UChar vstate;
          UInt lev = 0;
+         SlLine *l2;
          c->c[SL_C_L1I_CACHE_REFILL]++;
-         (void)l2_access(c, line, False, False, c->t + stall, &ready, &lev);
-         il = cache_insert(&c->l1i, line, &v);
-         il->state = SL_S;
+         (void)l2_access(c, line, False, False, c->t + stall, &ready, &lev, &l2);
+         l2->flags |= SL_LF_IN_L1I;
+         il = (Int)cache_insert_idx(&c->l1i, line, &vtag, &vstate);
+         c->l1i.lines[il].state = SL_S;
          stall = MAX(stall, ready - c->t);
       }
-      c->i_last = il;
-      c->i_last_line = line;
-      c->i_last_va = va >> SL_LINE_SHIFT;
+      im->way = (UInt)il;
+      im->line = line;
+      im->va_line = va >> SL_LINE_SHIFT;
    }
    if (stall) {
       c->c[SL_C_STALL_FRONTEND] += stall;
       c->t += stall;
    }
+}
+
+void sl_ifetch(SlCore *c, Addr va)
+{
+   ifetch_slow(c, va);
+}
+
+/* Instruction fetch (sl_ifetch) with the common case inline: a line fetched recently, still in
+ * L1I, on the page translated last (ifetch_slow checks the same first). */
+static SL_ALWAYS_INLINE void ifetch_op(SlCore *c, Addr va)
+{
+   SlIMemo *im = &c->imemo[(va >> SL_LINE_SHIFT) & 3];
+   if (SL_LIKELY((va >> SL_LINE_SHIFT) == im->va_line && c->l1i.tags[im->way] == im->line + 1 &&
+                 (va >> c->sys->cfg.page_shift) == c->last_vpn[1])) {
+      c->c[SL_C_L1I_CACHE]++;
+      c->c[SL_C_L1I_TLB]++;
+      cache_touch(&c->l1i, im->way);
+      c->last_tlbe[1]->lru = ++c->itlb.clock;
+      return;
+   }
+   ifetch_slow(c, va);
 }

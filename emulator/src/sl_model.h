@@ -165,23 +165,26 @@ typedef struct {
 
 /* ---- caches */
 typedef struct {
-   Addr tag;      /* physical line address (pa >> 6) + 1; 0 = invalid */
    ULong ready;   /* tq at which the fill completes */
-   ULong lru;     /* last use (cache clock); the smallest in a set is replaced */
    UChar state;   /* SL_I/S/E/M */
    UChar flags;   /* SL_LF_* */
-   UChar pad[6];
+   UChar pad[2];
+   UInt slc_way;  /* L2 lines: the SLC way the line was found in or allocated to when it was
+                   * filled (a hint for the write-back, validated by tag) */
 } SlLine;
 
 #define SL_I 0
 #define SL_S 1
 #define SL_E 2
 #define SL_M 3
-#define SL_LF_PREFETCHED 1u
+#define SL_LF_PREFETCHED 1u /* L1D: brought by the prefetcher, not used yet */
+#define SL_LF_IN_L1I 2u     /* L2: was filled into L1I (only such lines can be in L1I) */
 
 typedef struct {
-   SlLine *lines; /* sets * assoc; true LRU by use stamps */
-   Addr *tags;    /* copy of lines[i].tag, dense, so lookups scan few host cache lines */
+   SlLine *lines; /* sets * assoc */
+   Addr *tags;    /* physical line address (pa >> 6) + 1 of each way; 0 = invalid */
+   ULong *lru;    /* last use of each way (cache clock): true LRU, the smallest valid one in a
+                   * set is replaced */
    UInt sets, assoc, set_mask;
    ULong clock;
 } SlCache;
@@ -213,6 +216,11 @@ typedef struct {
    ULong idx, retire;
 } SlRobEnt;
 
+typedef struct {
+   Addr va_line, line; /* virtual line (~0 = none), physical line */
+   UInt way;           /* L1I way */
+} SlIMemo;
+
 typedef struct SlCore SlCore;
 typedef struct SlSystem SlSystem;
 
@@ -221,10 +229,10 @@ struct SlCore {
    UInt id;
    Bool active;
    SlCache l1d, l1i, l2;
-   SlLine *l1_last; /* the L1D line of the previous access (validated by tag) */
-   SlLine *l1_recent[16]; /* recently used L1D lines by line address (validated by tag) */
-   SlLine *i_last;  /* the L1I line of the previous fetch */
-   Addr i_last_line, i_last_va;
+   UInt l1_recent[16]; /* ways of recently used L1D lines by line address (validated by tag) */
+   /* recently fetched code lines, by virtual line (validated by tag): the L1I way and the
+    * physical line */
+   SlIMemo imemo[4];
    SlTlb dtlb, itlb, stlb;
    Addr last_vpn[2];          /* page of the previous data [0] / instruction [1] access */
    SlTlbEntry *last_tlbe[2];  /* its L1 TLB entry (validated by vpn) */
@@ -235,9 +243,13 @@ struct SlCore {
    ULong t;         /* dispatch time of the next op (tq) */
    ULong last_retire;
    ULong pop;       /* ops dispatched (SAMPLE_POP) */
-   ULong n_mem, n_st, n_miss;
-   UInt iq_pos, stb_pos, mshr_pos; /* ring positions (n_mem, n_st, n_miss modulo ring size) */
-   SlRobEnt *rob; UInt rob_head, rob_n, rob_cap;
+   /* issue queue, store buffer and miss registers: rings of the times of the last memory ops,
+    * stores and demand misses (0 until written: no constraint) */
+   UInt iq_pos, stb_pos, mshr_pos;
+   /* tracked ops in flight (memory ops, late-resolving branches), oldest first: a ring of a
+    * power-of-two size above rob_size with free-running head/tail counts (at most rob_size
+    * entries are live: op n retires the entries of ops <= n - rob_size) */
+   SlRobEnt *rob; ULong rob_head, rob_tail; UInt rob_mask;
    ULong *iq, *mshr, *stb;
    /* branch prediction */
    UChar *pht; UInt ghist; Addr *btb; Addr *ras; UInt ras_top;

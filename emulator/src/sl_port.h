@@ -36,4 +36,10 @@ typedef unsigned char Bool;
 #define SL_ASSERT(c) tl_assert(c)
 #endif
 
+/* branch hints and inlining control for the per-op paths */
+#define SL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define SL_NOINLINE __attribute__((noinline))
+#define SL_ALWAYS_INLINE inline __attribute__((always_inline))
+
 #endif
