@@ -171,7 +171,7 @@ fn stream_arrays_and_phases() {
 }
 
 /// The pointer chase (seed 000 §4.2): SPE has no skid, so every load sampled inside the
-/// "chase" phase is one of chase()'s dependent loads `mov REG, QWORD PTR [REG]`, the
+/// "chase" phase inside chase() is one of its dependent loads `mov REG, QWORD PTR [REG]`, the
 /// instructions objdump lists, and they are served by the level the 8 MB buffer fits in.
 #[test]
 fn pointer_chase_samples_land_on_the_chasing_loads() {
@@ -230,14 +230,23 @@ fn pointer_chase_samples_land_on_the_chasing_loads() {
     );
     let loads = u(&r["totals"]["loads"]);
     assert!(loads > 150, "{loads} loads sampled in the phase");
-    let on_hops: u64 = r["hotspots"]["instructions"]
-        .as_array()
-        .unwrap()
+    let rows = r["hotspots"]["instructions"].as_array().unwrap();
+    let in_chase: Vec<&Value> = rows.iter().filter(|i| i["function"] == "chase").collect();
+    let chase_loads: u64 = in_chase.iter().map(|i| u(&i["loads"])).sum();
+    let on_hops: u64 = in_chase
         .iter()
-        .filter(|i| i["function"] == "chase" && hops.contains(&u(&i["function_offset"])))
+        .filter(|i| hops.contains(&u(&i["function_offset"])))
         .map(|i| u(&i["loads"]))
         .sum();
-    assert_eq!(on_hops, loads, "every sampled load is a chasing load");
+    assert_eq!(
+        on_hops, chase_loads,
+        "every load sampled in chase() is a chasing load"
+    );
+    // The rest of the phase is the annotation calls around chase() (a GOT load or two).
+    assert!(
+        chase_loads as f64 >= 0.98 * loads as f64,
+        "{chase_loads} of the phase's {loads} loads are in chase()"
+    );
     // 8 MB: beyond L2 (1 MB), inside the system cache (32 MB) of the emulated N1 system.
     assert_eq!(r["data_sources"][0]["source"], "LL-CACHE");
     assert!(r["data_sources"][0]["share"].as_f64().unwrap() > 0.95);
