@@ -120,8 +120,21 @@ fn short(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
-fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, out: &mut String) {
-    let mut t = Table::new(&[
+/// The column a `--sort` order adds when the table does not already show its figure.
+fn sort_column(sort: &str) -> Option<(&'static str, fn(&GroupStats) -> u64)> {
+    match sort {
+        "stores" => Some(("stores", |g| g.stores)),
+        "llc-miss" => Some(("LLC miss", |g| g.llc_miss)),
+        "tlb-walk" => Some(("TLB walk", |g| g.tlb_walk)),
+        "mispredicts" => Some(("mispred", |g| g.mispredicts)),
+        "remote" => Some(("remote", |g| g.remote)),
+        _ => None,
+    }
+}
+
+fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out: &mut String) {
+    let extra = sort_column(sort);
+    let mut cols = vec![
         ("share", false),
         ("samples", false),
         ("loads", false),
@@ -130,13 +143,15 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, out: &mut Strin
         ("p99", false),
         ("exec", false),
         ("L1D miss", false),
-        ("top source", true),
-        (what, true),
-        ("dso", true),
-    ]);
+    ];
+    if let Some((name, _)) = extra {
+        cols.push((name, false));
+    }
+    cols.extend([("top source", true), (what, true), ("dso", true)]);
+    let mut t = Table::new(&cols);
     for h in rows.iter().take(n) {
         let g = &h.stats;
-        t.row(vec![
+        let mut row = vec![
             pct(g.share),
             g.samples.to_string(),
             g.loads.to_string(),
@@ -145,15 +160,20 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, out: &mut Strin
             lat_pct(&g.load_latency, |l| l.p99),
             lat_mean(&g.load_exec_latency),
             g.l1d_miss.to_string(),
+        ];
+        if let Some((_, f)) = extra {
+            row.push(f(g).to_string());
+        }
+        row.extend([
             top_source(g),
             h.key.clone(),
             h.dso.as_deref().map(short).unwrap_or("-").to_string(),
         ]);
+        t.row(row);
     }
     t.render(out);
 }
 
-/// Renders the report as text.
 pub fn render(r: &Report, opt: &TextOptions) -> String {
     let mut o = String::new();
     let rec = &r.recording;
@@ -268,11 +288,16 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         ),
         HotspotsBy::Dso => (&r.hotspots.dsos, "dso", "Hotspots by DSO"),
     };
+    let sorted = if r.hotspot_sort == "samples" {
+        String::new()
+    } else {
+        format!(", sorted by {}", r.hotspot_sort)
+    };
     let _ = writeln!(
         o,
-        "\n{title} (load latency in cycles; exec = total - issue - translation)"
+        "\n{title}{sorted} (load latency in cycles; exec = total - issue - translation)"
     );
-    hotspot_table(rows, opt.rows, what, &mut o);
+    hotspot_table(rows, opt.rows, what, r.hotspot_sort, &mut o);
 
     if !r.data_sources.is_empty() {
         let _ = writeln!(o, "\nLoads by data source (cycles: mean / p50 / p99)");
