@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use spelunk_decode::{plan_from_perf, DecodeOptions, PipelineError};
 use spelunk_perf::reader::ProblemKind;
 use spelunk_perf::PerfDataFile;
+use spelunk_report::spe_tables::SpeRowMap;
 use spelunk_report::{
     DecodeSummary, Interpretation, SpeTableWriter, TableCompression, TableFormat,
 };
@@ -135,26 +136,35 @@ fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow:
     }
     let interp = args.interp.interpretation(&file, &plan.streams)?;
     let mut writer = SpeTableWriter::create(prefix, format, compression(args), interp.clone())?;
-    let mut summary = DecodeSummary {
-        container: losses,
-        ..Default::default()
-    };
     let progress = Progress::bytes(total_bytes, "decoding", args.no_progress);
     let done_bytes = Arc::new(AtomicU64::new(0));
     let opts = DecodeOptions {
         progress: Some(done_bytes.clone()),
         ..Default::default()
     };
+    // Per-record work (rows, summary counts) runs in the decode workers, one map per stream;
+    // the merge only moves compact rows into the tables.
+    let mut maps: Vec<SpeRowMap> = plan
+        .streams
+        .iter()
+        .map(|_| SpeRowMap::new(interp.clone()))
+        .collect();
     let mut n = 0u64;
-    let result = spelunk_decode::decode(&file, &plan, &opts, |s| {
-        summary.add(s, &interp);
+    let result = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |row| {
         n += 1;
         if n % PROGRESS_EVERY == 0 {
             progress.set(done_bytes.load(Ordering::Relaxed));
         }
-        writer.write(s)
+        writer.push(row)
     });
     progress.finish();
+    let mut summary = DecodeSummary {
+        container: losses,
+        ..Default::default()
+    };
+    for m in &maps {
+        summary.merge(&m.summary);
+    }
     // Whatever happens, keep what was decoded: close the tables first.
     let outputs = writer.finish()?;
     let outcome = match result {

@@ -13,7 +13,7 @@ pub mod threads;
 
 pub use perf::{plan_from_perf, ContainerLosses};
 pub use pipeline::{
-    decode, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome, DecodePlan, PipelineError,
-    StreamDesc, StreamOutcome, TimeConvFn,
+    decode, decode_map, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome, DecodePlan,
+    PipelineError, SampleMap, StreamDesc, StreamOutcome, TimeConvFn,
 };
 pub use threads::{SwitchIn, ThreadTimeline};

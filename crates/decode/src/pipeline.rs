@@ -14,9 +14,9 @@
 use crate::threads::ThreadTimeline;
 use spelunk_spe::{DecodeIssue, DecodeStats, RecordDecoder, SpeRecord, SpeSample};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::Arc;
 
 /// Where the AUX bytes live (a perf.data file in practice; memory in tests).
@@ -115,43 +115,131 @@ const CHANNEL_DEPTH: usize = 2;
 const MIN_BATCH: usize = 256;
 const MAX_BATCH: usize = 16 * 1024;
 
-fn batch_records(streams: usize, budget: usize) -> usize {
-    let per = budget / (streams.max(1) * (CHANNEL_DEPTH + 2) * std::mem::size_of::<SpeSample>());
+fn batch_records(streams: usize, budget: usize, item_bytes: usize) -> usize {
+    let per = budget / (streams.max(1) * (CHANNEL_DEPTH + 2) * (item_bytes + 8).max(1));
     per.clamp(MIN_BATCH, MAX_BATCH)
 }
 
-/// Places a record in context: time, thread, process.
-fn attribute(r: &SpeRecord, stream: &StreamDesc, plan: &DecodePlan) -> SpeSample {
-    let time_ns = match (&plan.time_conv, r.timestamp) {
-        (Some(tc), Some(ts)) => Some(tc(ts)),
-        _ => None,
-    };
-    let running = match (stream.cpu, time_ns) {
-        (Some(cpu), Some(t)) => plan.threads.running(cpu, t),
-        _ => None,
-    };
-    let tid = r.context_tid().or(stream.tid).or(running.map(|(_, t)| t));
-    let pid = tid
-        .and_then(|t| plan.threads.pid_of(t))
-        .or_else(|| {
-            if tid.is_some() && tid == stream.tid {
-                stream.pid
-            } else {
-                None
-            }
-        })
-        .or_else(|| running.filter(|(_, t)| Some(*t) == tid).map(|(p, _)| p));
-    SpeSample {
-        cpu: stream.cpu,
-        pid,
-        tid,
-        time_ns,
-        record: *r,
+/// Work done in a stream's decode worker, in parallel with the other streams and before the
+/// merge: turns each sample into the item the merge hands to the sink. Keep per-record work
+/// here (the merge is serial) and make items small (they are what the merge moves).
+pub trait SampleMap: Send {
+    type Item: Send;
+    fn map(&mut self, sample: &SpeSample) -> Self::Item;
+}
+
+/// The identity map: the sink gets the samples themselves.
+struct Samples;
+
+impl SampleMap for Samples {
+    type Item = SpeSample;
+    #[inline]
+    fn map(&mut self, s: &SpeSample) -> SpeSample {
+        *s
     }
 }
 
-enum Msg {
-    Batch(Vec<SpeSample>),
+/// A `running` answer, (pid, tid) or none, valid for times in `[lo, hi)`: (lo, hi, answer).
+type RunningSpan = (u64, u64, Option<(u32, u32)>);
+
+/// Places records in context (time, thread, process), caching the last thread-timeline answer:
+/// records of a stream come in time order, so consecutive lookups almost always fall in the
+/// same scheduling interval and the same thread.
+struct Attributor<'a> {
+    stream: &'a StreamDesc,
+    plan: &'a DecodePlan,
+    /// Last `running` answer for this stream's CPU and the time range it holds for.
+    running: Option<RunningSpan>,
+    /// Last `pid_of` answer.
+    pid_of: Option<(u32, Option<u32>)>,
+}
+
+impl<'a> Attributor<'a> {
+    fn new(stream: &'a StreamDesc, plan: &'a DecodePlan) -> Self {
+        Attributor {
+            stream,
+            plan,
+            running: None,
+            pid_of: None,
+        }
+    }
+
+    #[inline]
+    fn running(&mut self, cpu: u32, t: u64) -> Option<(u32, u32)> {
+        if let Some((lo, hi, r)) = self.running {
+            if lo <= t && t < hi {
+                return r;
+            }
+        }
+        let (r, lo, hi) = self.plan.threads.running_span(cpu, t);
+        self.running = Some((lo, hi, r));
+        r
+    }
+
+    #[inline]
+    fn pid_of(&mut self, tid: u32) -> Option<u32> {
+        if let Some((t, p)) = self.pid_of {
+            if t == tid {
+                return p;
+            }
+        }
+        let p = self.plan.threads.pid_of(tid);
+        self.pid_of = Some((tid, p));
+        p
+    }
+
+    /// Places a record in context: time, thread, process.
+    #[inline]
+    fn attribute(&mut self, r: &SpeRecord) -> SpeSample {
+        let stream = self.stream;
+        let time_ns = match (&self.plan.time_conv, r.timestamp) {
+            (Some(tc), Some(ts)) => Some(tc(ts)),
+            _ => None,
+        };
+        let running = match (stream.cpu, time_ns) {
+            (Some(cpu), Some(t)) => self.running(cpu, t),
+            _ => None,
+        };
+        let tid = r.context_tid().or(stream.tid).or(running.map(|(_, t)| t));
+        let pid = tid
+            .and_then(|t| self.pid_of(t))
+            .or_else(|| {
+                if tid.is_some() && tid == stream.tid {
+                    stream.pid
+                } else {
+                    None
+                }
+            })
+            .or_else(|| running.filter(|(_, t)| Some(*t) == tid).map(|(p, _)| p));
+        SpeSample {
+            cpu: stream.cpu,
+            pid,
+            tid,
+            time_ns,
+            record: *r,
+        }
+    }
+}
+
+/// Items of one stream in stream order, with their merge keys: the sample's time, or for
+/// samples without one the key of the stream's previous timed sample (so untimed samples keep
+/// their stream position).
+struct Batch<T> {
+    keys: Vec<u64>,
+    items: Vec<T>,
+}
+
+impl<T> Batch<T> {
+    fn with_capacity(n: usize) -> Self {
+        Batch {
+            keys: Vec::with_capacity(n),
+            items: Vec::with_capacity(n),
+        }
+    }
+}
+
+enum Msg<T> {
+    Batch(Batch<T>),
     ReadError {
         offset: u64,
         len: usize,
@@ -164,18 +252,23 @@ struct WorkerResult {
     issues: Vec<DecodeIssue>,
 }
 
-fn worker<S: AuxSource>(
+#[allow(clippy::too_many_arguments)]
+fn worker<S: AuxSource, M: SampleMap>(
     src: &S,
     plan: &DecodePlan,
     stream: &StreamDesc,
     opts: &DecodeOptions,
     batch_len: usize,
-    tx: SyncSender<Msg>,
+    map: &mut M,
+    tx: SyncSender<Msg<M::Item>>,
+    free: Receiver<Batch<M::Item>>,
 ) -> WorkerResult {
     let mut dec = RecordDecoder::new();
+    let mut att = Attributor::new(stream, plan);
     let mut buf = vec![0u8; opts.piece_bytes.max(1)];
-    let mut recs = Vec::with_capacity(batch_len);
-    let mut batch = Vec::with_capacity(batch_len);
+    let mut recs = Vec::new();
+    let mut batch = Batch::with_capacity(batch_len);
+    let mut last_key = 0u64;
     let done = |dec: RecordDecoder| WorkerResult {
         stats: *dec.stats(),
         issues: dec.issues().to_vec(),
@@ -199,9 +292,23 @@ fn worker<S: AuxSource>(
             recs.clear();
             dec.feed(&buf[..n], at, &mut recs);
             for r in &recs {
-                batch.push(attribute(r, stream, plan));
-                if batch.len() >= batch_len {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(batch_len));
+                let s = att.attribute(r);
+                if let Some(t) = s.time_ns {
+                    last_key = t;
+                }
+                batch.keys.push(last_key);
+                batch.items.push(map.map(&s));
+                if batch.items.len() >= batch_len {
+                    // Reuse a batch the merge has finished with (no fresh pages to fault in).
+                    let next = match free.try_recv() {
+                        Ok(mut b) => {
+                            b.keys.clear();
+                            b.items.clear();
+                            b
+                        }
+                        Err(_) => Batch::with_capacity(batch_len),
+                    };
+                    let full = std::mem::replace(&mut batch, next);
                     if tx.send(Msg::Batch(full)).is_err() {
                         return done(dec); // the merge stopped (sink error)
                     }
@@ -214,27 +321,17 @@ fn worker<S: AuxSource>(
         }
     }
     dec.finish();
-    if !batch.is_empty() {
+    if !batch.items.is_empty() {
         let _ = tx.send(Msg::Batch(batch));
     }
     done(dec)
 }
 
-struct Head {
-    rx: Receiver<Msg>,
-    batch: Vec<SpeSample>,
+struct Head<T> {
+    rx: Receiver<Msg<T>>,
+    free: Sender<Batch<T>>,
+    batch: Batch<T>,
     pos: usize,
-    /// Merge key of the last sample with a time, so untimed samples keep their stream position.
-    last_key: u64,
-}
-
-impl Head {
-    fn key(&mut self) -> u64 {
-        if let Some(t) = self.batch[self.pos].time_ns {
-            self.last_key = t;
-        }
-        self.last_key
-    }
 }
 
 /// Decodes every stream of `plan` from `src`, calling `sink` with each sample in time order
@@ -243,38 +340,70 @@ pub fn decode<S, F, E>(
     src: &S,
     plan: &DecodePlan,
     opts: &DecodeOptions,
-    mut sink: F,
+    sink: F,
 ) -> Result<DecodeOutcome, PipelineError<E>>
 where
     S: AuxSource,
     F: FnMut(&SpeSample) -> Result<(), E>,
     E: std::error::Error + 'static,
 {
-    let batch_len = batch_records(plan.streams.len(), opts.buffer_budget_bytes);
+    let mut maps: Vec<Samples> = plan.streams.iter().map(|_| Samples).collect();
+    decode_map(src, plan, opts, &mut maps, sink)
+}
+
+/// Like [`decode`], but each stream's worker first turns its samples into items with its own
+/// [`SampleMap`] (`maps[i]` for stream `i`, in parallel); `sink` gets the items in the same
+/// time order as [`decode`] gives the samples. The maps keep their state (e.g. per-stream
+/// summaries) for the caller to combine.
+pub fn decode_map<S, M, F, E>(
+    src: &S,
+    plan: &DecodePlan,
+    opts: &DecodeOptions,
+    maps: &mut [M],
+    mut sink: F,
+) -> Result<DecodeOutcome, PipelineError<E>>
+where
+    S: AuxSource,
+    M: SampleMap,
+    F: FnMut(&M::Item) -> Result<(), E>,
+    E: std::error::Error + 'static,
+{
+    assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
+    let batch_len = batch_records(
+        plan.streams.len(),
+        opts.buffer_budget_bytes,
+        std::mem::size_of::<M::Item>(),
+    );
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        let mut heads: Vec<Option<Head>> = Vec::new();
-        for stream in &plan.streams {
+        let mut heads: Vec<Option<Head<M::Item>>> = Vec::new();
+        for (stream, map) in plan.streams.iter().zip(maps.iter_mut()) {
             let (tx, rx) = sync_channel(CHANNEL_DEPTH);
-            handles.push(scope.spawn(move || worker(src, plan, stream, opts, batch_len, tx)));
+            let (free_tx, free_rx) = channel();
+            handles.push(
+                scope.spawn(move || worker(src, plan, stream, opts, batch_len, map, tx, free_rx)),
+            );
             heads.push(Some(Head {
                 rx,
-                batch: Vec::new(),
+                free: free_tx,
+                batch: Batch::with_capacity(0),
                 pos: 0,
-                last_key: 0,
             }));
         }
         let mut heap = BinaryHeap::new();
         let mut failure: Option<PipelineError<E>> = None;
         let mut samples = 0u64;
 
-        // Pulls the next batch of stream `i` (blocking); false when the stream is finished.
-        let refill = |head: &mut Head, failure: &mut Option<PipelineError<E>>| -> bool {
+        // Pulls the next batch of a stream (blocking); false when the stream is finished.
+        let refill = |head: &mut Head<M::Item>, failure: &mut Option<PipelineError<E>>| -> bool {
             loop {
                 match head.rx.recv() {
-                    Ok(Msg::Batch(b)) if b.is_empty() => continue,
+                    Ok(Msg::Batch(b)) if b.items.is_empty() => continue,
                     Ok(Msg::Batch(b)) => {
-                        head.batch = b;
+                        let done = std::mem::replace(&mut head.batch, b);
+                        if done.items.capacity() > 0 {
+                            let _ = head.free.send(done);
+                        }
                         head.pos = 0;
                         return true;
                     }
@@ -297,27 +426,33 @@ where
         for (i, slot) in heads.iter_mut().enumerate() {
             let head = slot.as_mut().expect("just inserted"); // ok: slots were filled above
             if refill(head, &mut failure) {
-                heap.push(Reverse((head.key(), i)));
+                heap.push(Reverse((head.batch.keys[0], i)));
             } else {
                 *slot = None;
             }
         }
+        // The k-way merge: the stream whose head has the smallest (key, stream index) goes
+        // next. The top of the heap is updated in place (one sift) rather than popped and
+        // pushed back.
         while failure.is_none() {
-            let Some(Reverse((_, i))) = heap.pop() else {
+            let Some(mut top) = heap.peek_mut() else {
                 break;
             };
+            let Reverse((_, i)) = *top;
             let Some(head) = heads[i].as_mut() else {
+                PeekMut::pop(top);
                 continue;
             };
-            if let Err(e) = sink(&head.batch[head.pos]) {
+            if let Err(e) = sink(&head.batch.items[head.pos]) {
                 failure = Some(PipelineError::Sink(e));
                 break;
             }
             samples += 1;
             head.pos += 1;
-            if head.pos < head.batch.len() || refill(head, &mut failure) {
-                heap.push(Reverse((head.key(), i)));
+            if head.pos < head.batch.items.len() || refill(head, &mut failure) {
+                *top = Reverse((head.batch.keys[head.pos], i));
             } else {
+                PeekMut::pop(top);
                 heads[i] = None;
             }
         }

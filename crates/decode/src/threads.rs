@@ -57,6 +57,24 @@ impl ThreadTimeline {
         Some((pid, tid))
     }
 
+    /// [`ThreadTimeline::running`] together with the time range `[lo, hi)` over which the
+    /// answer stays the same (for callers that cache it).
+    pub fn running_span(&self, cpu: u32, time_ns: u64) -> (Option<(u32, u32)>, u64, u64) {
+        let Some(v) = self.per_cpu.get(&cpu) else {
+            return (None, 0, u64::MAX);
+        };
+        let i = v.partition_point(|e| e.0 <= time_ns);
+        let lo = if i == 0 { 0 } else { v[i - 1].0 };
+        let hi = v.get(i).map_or(u64::MAX, |e| e.0);
+        let r = if i == 0 {
+            None
+        } else {
+            let (_, pid, tid) = v[i - 1];
+            Some((pid, tid))
+        };
+        (r, lo, hi)
+    }
+
     pub fn pid_of(&self, tid: u32) -> Option<u32> {
         self.tid_to_pid.get(&tid).copied()
     }

@@ -6,18 +6,21 @@
 //! (derived execution latency), `data_source_raw` and a few typed operation details.
 //! Every column is defined in docs/decode.md.
 
+use crate::summary::DecodeSummary;
 use crate::table::{
-    ColumnDef, ColumnKind::*, Columns, TableCompression, TableError, TableFormat, TableOptions,
-    TableWriter,
+    ColumnDef, ColumnKind::*, Columns, DeferredRows, TableCompression, TableError, TableFormat,
+    TableOptions, TableWriter, TextId, ROW_GROUP_ROWS,
 };
-use parquet::data_type::ByteArray;
+use spelunk_decode::SampleMap;
 use spelunk_spe::{
-    CallReturn, CpuInterpretation, DataSource, ImpDefEventNames, Interpretation, LoadStoreKind,
-    OpClass, Operation, SpeSample,
+    CallReturn, CodeAddress, CpuInterpretation, DataPhysicalAddress, DataSource,
+    DataVirtualAddress, Events, ImpDefEventNames, Interpretation, LoadStoreKind, OpClass, OpType,
+    Operation, SpeSample,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 const fn col(name: &'static str, kind: crate::table::ColumnKind, nullable: bool) -> ColumnDef {
     ColumnDef::new(name, kind, nullable)
@@ -136,19 +139,8 @@ impl SpeTable {
     }
 }
 
-/// Caches the text cells that repeat across rows so rows cost no allocation. Cells point at
-/// static bytes (cloning and dropping them is free, no reference counting): fixed names are
-/// static already, and distinct event-name strings are leaked once each, up to
-/// [`MAX_LEAKED_EVENT_NAMES`]; past that (only corrupt data has so many distinct event sets) they
-/// are ordinary shared buffers.
-#[derive(Default)]
-struct TextCache {
-    events: HashMap<(u64, ImpDefEventNames), ByteArray, BuildHasherDefault<FastHasher>>,
-    leaked: usize,
-}
-
-/// A multiply-rotate hasher (the FxHash scheme) for the per-row event-name cache: keys are
-/// small integers from our own decode, so SipHash's DoS resistance buys nothing here.
+/// A multiply-rotate hasher (the FxHash scheme) for the event-name cache: keys are small
+/// integers from our own decode, so SipHash's DoS resistance buys nothing here.
 #[derive(Default)]
 struct FastHasher(u64);
 
@@ -172,98 +164,404 @@ impl Hasher for FastHasher {
     }
 }
 
-/// Bound on the distinct event-name strings made static per process.
-pub const MAX_LEAKED_EVENT_NAMES: usize = 4096;
-
-fn static_cell(s: &'static str) -> ByteArray {
-    ByteArray::from(bytes::Bytes::from_static(s.as_bytes()))
+/// Ids of the fixed names, per table.
+#[derive(Clone, Copy)]
+struct Fixed {
+    ld: TextId,
+    st: TextId,
+    b: TextId,
+    other: TextId,
+    reserved: TextId,
+    call: TextId,
+    ret: TextId,
+    sve: TextId,
+    sme: TextId,
+    unknown: TextId,
 }
 
-impl TextCache {
-    fn s(&mut self, s: &'static str) -> ByteArray {
-        static_cell(s)
-    }
-    fn events(&mut self, bits: u64, imp: ImpDefEventNames) -> ByteArray {
-        if let Some(c) = self.events.get(&(bits, imp)) {
-            return c.clone();
-        }
-        let text = spelunk_spe::Events(bits).join(&imp, ":");
-        let cell = if self.leaked < MAX_LEAKED_EVENT_NAMES {
-            self.leaked += 1;
-            static_cell(Box::leak(text.into_boxed_str()))
-        } else {
-            ByteArray::from(text.as_str())
+/// Slots of the direct-mapped event-name cache (in front of the hash map).
+const EVENT_SLOTS: usize = 256;
+
+/// A table's text ids for the values that repeat across rows, so a row costs no hashing of
+/// strings: made per row group, with the row group's fresh [`Columns`].
+struct IdCache {
+    fixed: Fixed,
+    /// Static names (subclasses) by address.
+    statics: Vec<(usize, TextId)>,
+    /// (event bits, implementation-defined names index) -> id of the `:`-joined names.
+    events_fast: Box<[Option<(u64, u8, TextId)>; EVENT_SLOTS]>,
+    events: HashMap<(u64, u8), TextId, BuildHasherDefault<FastHasher>>,
+    data_sources: Vec<(DataSource, TextId)>,
+}
+
+impl IdCache {
+    fn new(cols: &mut Columns) -> Self {
+        let mut s = |n| cols.intern_static(n);
+        let fixed = Fixed {
+            ld: s("LD"),
+            st: s("ST"),
+            b: s("B"),
+            other: s("OTHER"),
+            reserved: s("RESERVED"),
+            call: s("CALL"),
+            ret: s("RETURN"),
+            sve: s("SVE"),
+            sme: s("SME"),
+            unknown: s("UNKNOWN"),
         };
-        self.events.insert((bits, imp), cell.clone());
-        cell
-    }
-    fn data_source(&mut self, ds: DataSource) -> ByteArray {
-        match ds {
-            DataSource::Unknown(_) => ByteArray::from(ds.to_string().as_str()),
-            known => static_cell(known.name()),
+        IdCache {
+            fixed,
+            statics: Vec::new(),
+            events_fast: Box::new([None; EVENT_SLOTS]),
+            events: HashMap::default(),
+            data_sources: Vec::new(),
         }
+    }
+
+    #[inline]
+    fn static_name(&mut self, cols: &mut Columns, name: &'static str) -> TextId {
+        let key = name.as_ptr() as usize ^ (name.len() << 48);
+        if let Some((_, id)) = self.statics.iter().find(|(k, _)| *k == key) {
+            return *id;
+        }
+        let id = cols.intern_static(name);
+        self.statics.push((key, id));
+        id
+    }
+
+    #[inline]
+    fn events(
+        &mut self,
+        cols: &mut Columns,
+        bits: u64,
+        imp: u8,
+        names: &ImpDefEventNames,
+    ) -> TextId {
+        let h = (bits ^ (u64::from(imp) << 56)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let slot = (h >> 56) as usize % EVENT_SLOTS;
+        if let Some((b, i, id)) = self.events_fast[slot] {
+            if b == bits && i == imp {
+                return id;
+            }
+        }
+        let id = match self.events.get(&(bits, imp)) {
+            Some(id) => *id,
+            None => {
+                let text = spelunk_spe::Events(bits).join(names, ":");
+                let id = cols.intern(text.as_bytes());
+                self.events.insert((bits, imp), id);
+                id
+            }
+        };
+        self.events_fast[slot] = Some((bits, imp, id));
+        id
+    }
+
+    #[inline]
+    fn data_source(&mut self, cols: &mut Columns, ds: DataSource) -> TextId {
+        if let Some((_, id)) = self.data_sources.iter().find(|(d, _)| *d == ds) {
+            return *id;
+        }
+        let id = match ds {
+            DataSource::Unknown(_) => cols.intern(ds.to_string().as_bytes()),
+            known => cols.intern_static(known.name()),
+        };
+        // Unknown values are few in real data; keep the linear list short regardless.
+        if self.data_sources.len() < 64 {
+            self.data_sources.push((ds, id));
+        }
+        id
     }
 }
 
-/// Appends values to a table's columns in order.
-struct Cursor<'a> {
+/// True when two sets of implementation-defined event names are the same (by address first:
+/// they are static tables).
+fn same_imp_def(a: &ImpDefEventNames, b: &ImpDefEventNames) -> bool {
+    a.names.iter().zip(&b.names).all(|(x, y)| match (x, y) {
+        (None, None) => true,
+        (Some(x), Some(y)) => (x.as_ptr() == y.as_ptr() && x.len() == y.len()) || x == y,
+        _ => false,
+    })
+}
+
+/// Small keys for the distinct implementation-defined event names met (per CPU model).
+#[derive(Default)]
+struct ImpKeys {
+    seen: Vec<ImpDefEventNames>,
+    last: Option<(ImpDefEventNames, u8)>,
+}
+
+impl ImpKeys {
+    #[inline]
+    fn key(&mut self, imp: &ImpDefEventNames) -> u8 {
+        if let Some((last, i)) = &self.last {
+            if same_imp_def(last, imp) {
+                return *i;
+            }
+        }
+        let i = match self.seen.iter().position(|x| same_imp_def(x, imp)) {
+            Some(i) => i,
+            None => {
+                self.seen.push(*imp);
+                self.seen.len() - 1
+            }
+        };
+        // More than 256 distinct sets cannot come from the static per-CPU tables; never shared
+        // in practice, and the event cache compares the full key anyway.
+        let i = i.min(255) as u8;
+        self.last = Some((*imp, i));
+        i
+    }
+}
+
+/// Which of a row's optional values are present.
+mod has {
+    pub const PC: u32 = 1 << 0;
+    pub const ADDR_A: u32 = 1 << 1;
+    pub const ADDR_B: u32 = 1 << 2;
+    pub const EVENTS: u32 = 1 << 3;
+    pub const DATA_SOURCE: u32 = 1 << 4;
+    pub const TIMESTAMP: u32 = 1 << 5;
+    pub const TIME_NS: u32 = 1 << 6;
+    pub const CPU: u32 = 1 << 7;
+    pub const CONTEXT: u32 = 1 << 8;
+    pub const PID: u32 = 1 << 9;
+    pub const TID: u32 = 1 << 10;
+    pub const ISSUE: u32 = 1 << 11;
+    pub const TOTAL: u32 = 1 << 12;
+    pub const XLAT: u32 = 1 << 13;
+    pub const EXEC: u32 = 1 << 14;
+    pub const OP: u32 = 1 << 15;
+}
+
+/// One sample reduced to what its table's columns are computed from: raw packet values and a
+/// presence bit per value, about 100 bytes against an [`SpeSample`]'s 240. Built in the decode
+/// workers ([`SpeRowMap`]), moved in time order by the merge, and expanded into column values
+/// by the encoder threads (names, data sources, address fields), so the serial merge does
+/// as little as possible per record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpeRow {
+    pc: u64,
+    /// Data virtual address (ldst) or branch target (br), raw.
+    addr_a: u64,
+    /// Data physical address (ldst) or previous branch target (br), raw.
+    addr_b: u64,
+    events: u64,
+    data_source: u64,
+    timestamp: u64,
+    time_ns: u64,
+    cpu: u32,
+    context: u32,
+    pid: u32,
+    tid: u32,
+    issue: u16,
+    total: u16,
+    xlat: u16,
+    exec: u16,
+    has: u32,
+    op: OpType,
+    table: u8,
+}
+
+impl SpeRow {
+    #[inline]
+    pub fn from_sample(s: &SpeSample) -> SpeRow {
+        let r = &s.record;
+        let table = SpeTable::of(s);
+        let mut bits = 0u32;
+        let mut take = |v: Option<u64>, bit: u32| match v {
+            Some(x) => {
+                bits |= bit;
+                x
+            }
+            None => 0,
+        };
+        let (a, b) = match table {
+            SpeTable::LoadStore => (r.data_va.map(|x| x.0), r.data_pa.map(|x| x.0)),
+            SpeTable::Branch => (
+                r.branch_target.map(|x| x.0),
+                r.prev_branch_target.map(|x| x.0),
+            ),
+            SpeTable::Other => (None, None),
+        };
+        let pc = take(r.pc.map(|x| x.0), has::PC);
+        let addr_a = take(a, has::ADDR_A);
+        let addr_b = take(b, has::ADDR_B);
+        let events = take(r.events.map(|e| e.0), has::EVENTS);
+        let data_source = take(r.data_source, has::DATA_SOURCE);
+        let timestamp = take(r.timestamp, has::TIMESTAMP);
+        let time_ns = take(s.time_ns, has::TIME_NS);
+        let cpu = take(s.cpu.map(u64::from), has::CPU) as u32;
+        let context = take(r.context_tid().map(u64::from), has::CONTEXT) as u32;
+        let pid = take(s.pid.map(u64::from), has::PID) as u32;
+        let tid = take(s.tid.map(u64::from), has::TID) as u32;
+        let issue = take(r.issue_latency_cycles.map(u64::from), has::ISSUE) as u16;
+        let total = take(r.total_latency_cycles.map(u64::from), has::TOTAL) as u16;
+        let xlat = take(r.translation_latency_cycles.map(u64::from), has::XLAT) as u16;
+        let exec = take(r.derived_execution_latency().map(u64::from), has::EXEC) as u16;
+        let op = r.op.unwrap_or_default();
+        if r.op.is_some() {
+            bits |= has::OP;
+        }
+        SpeRow {
+            pc,
+            addr_a,
+            addr_b,
+            events,
+            data_source,
+            timestamp,
+            time_ns,
+            cpu,
+            context,
+            pid,
+            tid,
+            issue,
+            total,
+            xlat,
+            exec,
+            has: bits,
+            op,
+            table: table_index(table) as u8,
+        }
+    }
+
+    /// The table the row belongs to.
+    pub fn table(&self) -> SpeTable {
+        match self.table {
+            0 => SpeTable::LoadStore,
+            1 => SpeTable::Branch,
+            _ => SpeTable::Other,
+        }
+    }
+
+    #[inline(always)]
+    fn get<T>(&self, bit: u32, v: T) -> Option<T> {
+        (self.has & bit != 0).then_some(v)
+    }
+    #[inline(always)]
+    fn cpu(&self) -> Option<u32> {
+        self.get(has::CPU, self.cpu)
+    }
+    #[inline(always)]
+    fn pc(&self) -> Option<CodeAddress> {
+        self.get(has::PC, CodeAddress(self.pc))
+    }
+    #[inline(always)]
+    fn events(&self) -> Option<u64> {
+        self.get(has::EVENTS, self.events)
+    }
+    #[inline(always)]
+    fn op(&self) -> Option<Operation> {
+        self.get(has::OP, self.op).map(|o| o.operation())
+    }
+}
+
+/// Rows per column-at-a-time block when expanding rows (fits the L2 cache).
+const FILL_BLOCK: usize = 2048;
+
+/// Appends column runs in column order.
+struct ColFill<'a> {
     cols: &'a mut Columns,
     i: usize,
 }
 
-impl Cursor<'_> {
-    fn u64(&mut self, v: Option<u64>) {
-        self.cols.u64(self.i, v);
+impl ColFill<'_> {
+    fn u64<I: Iterator<Item = Option<u64>> + Clone>(&mut self, it: I) {
+        self.cols.extend_u64(self.i, it);
         self.i += 1;
     }
-    fn u32(&mut self, v: Option<u32>) {
-        self.cols.u32(self.i, v);
+    fn u32<I: Iterator<Item = Option<u32>> + Clone>(&mut self, it: I) {
+        self.cols.extend_u32(self.i, it);
         self.i += 1;
     }
-    fn u16(&mut self, v: Option<u16>) {
-        self.cols.u16(self.i, v);
+    fn u16<I: Iterator<Item = Option<u16>> + Clone>(&mut self, it: I) {
+        self.cols.extend_u16(self.i, it);
         self.i += 1;
     }
-    fn u8(&mut self, v: Option<u8>) {
-        self.cols.u8(self.i, v);
+    fn u8<I: Iterator<Item = Option<u8>> + Clone>(&mut self, it: I) {
+        self.cols.extend_u8(self.i, it);
         self.i += 1;
     }
-    fn bool(&mut self, v: Option<bool>) {
-        self.cols.bool(self.i, v);
+    fn bool<I: Iterator<Item = Option<bool>> + Clone>(&mut self, it: I) {
+        self.cols.extend_bool(self.i, it);
         self.i += 1;
     }
-    fn text(&mut self, v: Option<ByteArray>) {
-        self.cols.text(self.i, v);
+    fn text<I: Iterator<Item = Option<TextId>> + Clone>(&mut self, it: I) {
+        self.cols.extend_text(self.i, it);
         self.i += 1;
+    }
+    /// The columns every table ends with; checks every column got its values.
+    fn tail(mut self, rows: &[SpeRow]) {
+        self.u32(rows.iter().map(|r| r.get(has::CONTEXT, r.context)));
+        self.u64(rows.iter().map(|r| r.get(has::TIMESTAMP, r.timestamp)));
+        self.u32(rows.iter().map(|r| r.get(has::PID, r.pid)));
+        self.u32(rows.iter().map(|r| r.get(has::TID, r.tid)));
+        self.u64(rows.iter().map(|r| r.get(has::TIME_NS, r.time_ns)));
+        if self.i != self.cols.len() {
+            self.cols.mark_mismatch();
+        }
     }
 }
 
-/// Turns samples into rows of the three tables.
-#[derive(Default)]
-pub struct RowBuilder {
-    cache: TextCache,
+/// Column values of a load/store row that are not plain copies.
+#[derive(Clone, Copy)]
+struct LdstDerived {
+    op: TextId,
+    subclass: TextId,
+    event: TextId,
+    data_source: Option<TextId>,
+    atomic: bool,
+    excl: bool,
+    ar: bool,
+    sve: Option<(u16, bool, bool)>,
 }
 
-impl RowBuilder {
-    /// Appends `s` as one row of table [`SpeTable::of`]`(s)` to `cols` (that table's columns);
-    /// returns the number of values appended (the table's column count).
-    pub fn append(
-        &mut self,
-        s: &SpeSample,
-        interp: &CpuInterpretation,
-        cols: &mut Columns,
-    ) -> usize {
-        let r = &s.record;
-        let op = r.op.map(|o| o.operation());
-        let c = &mut self.cache;
-        let mut w = Cursor { cols, i: 0 };
-        w.u32(s.cpu);
-        let event_bits = r.events.map(|e| e.0);
-        let event = c.events(event_bits.unwrap_or(0), interp.imp_def);
-        let pc = r.pc.map(|a| a.va());
-        let el = r.pc.map(|a| a.el());
-        match (SpeTable::of(s), op) {
-            (SpeTable::LoadStore, Some(Operation::LoadStore { store, kind })) => {
+#[derive(Clone, Copy)]
+struct BranchDerived {
+    event: TextId,
+    call_return: Option<TextId>,
+    conditional: bool,
+    indirect: bool,
+    gcs: bool,
+}
+
+#[derive(Clone, Copy)]
+struct OtherDerived {
+    event: TextId,
+    name: Option<TextId>,
+    subclass: Option<TextId>,
+    evl: Option<u16>,
+    pred: Option<bool>,
+    fp: Option<bool>,
+    cond: Option<bool>,
+}
+
+/// Expands rows of one table into its columns (in an encoder thread).
+struct Expander<'a> {
+    interp: &'a Interpretation,
+    ids: IdCache,
+    imp: ImpKeys,
+}
+
+impl Expander<'_> {
+    #[inline]
+    fn event(&mut self, cols: &mut Columns, r: &SpeRow, interp: &CpuInterpretation) -> TextId {
+        let key = self.imp.key(&interp.imp_def);
+        let bits = r.events().unwrap_or(0);
+        self.ids.events(cols, bits, key, &interp.imp_def)
+    }
+
+    fn ldst(&mut self, rows: &[SpeRow], cols: &mut Columns) {
+        let mut d = Vec::with_capacity(FILL_BLOCK);
+        for block in rows.chunks(FILL_BLOCK) {
+            d.clear();
+            for r in block {
+                let ci = self.interp.for_cpu(r.cpu());
+                let event = self.event(cols, r, ci);
+                let Some(Operation::LoadStore { store, kind }) = r.op() else {
+                    cols.mark_mismatch();
+                    return;
+                };
                 let (atomic, excl, ar) = match kind {
                     LoadStoreKind::Extended {
                         atomic,
@@ -272,87 +570,138 @@ impl RowBuilder {
                     } => (atomic, exclusive, acquire_release),
                     _ => (false, false, false),
                 };
-                let (evl, pred, sg) = match kind {
+                let sve = match kind {
                     LoadStoreKind::SveSme {
                         evl_bits,
                         predicated,
                         gather_scatter,
-                    } => (Some(evl_bits), Some(predicated), Some(gather_scatter)),
-                    _ => (None, None, None),
+                    } => Some((evl_bits, predicated, gather_scatter)),
+                    _ => None,
                 };
-                let ds = interp
+                let data_source = ci
                     .data_source
-                    .resolve(r.data_source, r.events)
-                    .map(|(d, _)| d);
-                w.text(Some(c.s(if store { "ST" } else { "LD" })));
-                w.u64(pc);
-                w.u8(el);
-                w.bool(Some(atomic));
-                w.bool(Some(excl));
-                w.bool(Some(ar));
-                w.text(Some(c.s(kind.subclass_name())));
-                w.text(Some(event));
-                w.u64(event_bits);
-                w.u16(r.issue_latency_cycles);
-                w.u16(r.total_latency_cycles);
-                w.u16(r.derived_execution_latency());
-                w.u64(r.data_va.map(|a| a.va()));
-                w.u8(r.data_va.map(|a| a.tag()));
-                w.u16(r.translation_latency_cycles);
-                w.u64(r.data_pa.map(|a| a.pa()));
-                w.text(ds.map(|d| c.data_source(d)));
-                w.u64(r.data_source);
-                w.u16(evl);
-                w.bool(pred);
-                w.bool(sg);
+                    .resolve(
+                        r.get(has::DATA_SOURCE, r.data_source),
+                        r.events().map(Events),
+                    )
+                    .map(|(ds, _)| self.ids.data_source(cols, ds));
+                d.push(LdstDerived {
+                    op: if store {
+                        self.ids.fixed.st
+                    } else {
+                        self.ids.fixed.ld
+                    },
+                    subclass: self.ids.static_name(cols, kind.subclass_name()),
+                    event,
+                    data_source,
+                    atomic,
+                    excl,
+                    ar,
+                    sve,
+                });
             }
-            (
-                SpeTable::Branch,
-                Some(Operation::Branch {
+            let mut f = ColFill { cols, i: 0 };
+            let va = |r: &SpeRow| r.get(has::ADDR_A, DataVirtualAddress(r.addr_a));
+            f.u32(block.iter().map(SpeRow::cpu));
+            f.text(d.iter().map(|x| Some(x.op)));
+            f.u64(block.iter().map(|r| r.pc().map(|a| a.va())));
+            f.u8(block.iter().map(|r| r.pc().map(|a| a.el())));
+            f.bool(d.iter().map(|x| Some(x.atomic)));
+            f.bool(d.iter().map(|x| Some(x.excl)));
+            f.bool(d.iter().map(|x| Some(x.ar)));
+            f.text(d.iter().map(|x| Some(x.subclass)));
+            f.text(d.iter().map(|x| Some(x.event)));
+            f.u64(block.iter().map(SpeRow::events));
+            f.u16(block.iter().map(|r| r.get(has::ISSUE, r.issue)));
+            f.u16(block.iter().map(|r| r.get(has::TOTAL, r.total)));
+            f.u16(block.iter().map(|r| r.get(has::EXEC, r.exec)));
+            f.u64(block.iter().map(|r| va(r).map(|a| a.va())));
+            f.u8(block.iter().map(|r| va(r).map(|a| a.tag())));
+            f.u16(block.iter().map(|r| r.get(has::XLAT, r.xlat)));
+            f.u64(block.iter().map(|r| {
+                r.get(has::ADDR_B, DataPhysicalAddress(r.addr_b))
+                    .map(|a| a.pa())
+            }));
+            f.text(d.iter().map(|x| x.data_source));
+            f.u64(block.iter().map(|r| r.get(has::DATA_SOURCE, r.data_source)));
+            f.u16(d.iter().map(|x| x.sve.map(|s| s.0)));
+            f.bool(d.iter().map(|x| x.sve.map(|s| s.1)));
+            f.bool(d.iter().map(|x| x.sve.map(|s| s.2)));
+            f.tail(block);
+        }
+    }
+
+    fn branch(&mut self, rows: &[SpeRow], cols: &mut Columns) {
+        let mut d = Vec::with_capacity(FILL_BLOCK);
+        for block in rows.chunks(FILL_BLOCK) {
+            d.clear();
+            for r in block {
+                let ci = self.interp.for_cpu(r.cpu());
+                let event = self.event(cols, r, ci);
+                let Some(Operation::Branch {
                     conditional,
                     indirect,
                     gcs,
                     call_return,
-                }),
-            ) => {
-                let cr = match call_return {
-                    CallReturn::None => None,
-                    CallReturn::Call => Some(c.s("CALL")),
-                    CallReturn::Return => Some(c.s("RETURN")),
-                    CallReturn::Other => Some(c.s("OTHER")),
+                }) = r.op()
+                else {
+                    cols.mark_mismatch();
+                    return;
                 };
-                w.text(Some(c.s("B")));
-                w.u64(pc);
-                w.u8(el);
-                w.bool(Some(conditional));
-                w.bool(Some(indirect));
-                w.text(cr);
-                w.bool(Some(gcs));
-                w.text(Some(event));
-                w.u64(event_bits);
-                w.u16(r.issue_latency_cycles);
-                w.u16(r.total_latency_cycles);
-                w.u64(r.branch_target.map(|a| a.va()));
-                w.u8(r.branch_target.map(|a| a.el()));
-                w.u64(r.prev_branch_target.map(|a| a.va()));
-                w.u8(r.prev_branch_target.map(|a| a.el()));
+                let f = self.ids.fixed;
+                d.push(BranchDerived {
+                    event,
+                    call_return: match call_return {
+                        CallReturn::None => None,
+                        CallReturn::Call => Some(f.call),
+                        CallReturn::Return => Some(f.ret),
+                        CallReturn::Other => Some(f.other),
+                    },
+                    conditional,
+                    indirect,
+                    gcs,
+                });
             }
-            (_, op) => {
-                let (name, subclass, evl, pred, fp, cond): (
-                    Option<&'static str>,
-                    Option<&'static str>,
-                    _,
-                    _,
-                    _,
-                    _,
-                ) = match op {
+            let b = self.ids.fixed.b;
+            let tgt = |r: &SpeRow| r.get(has::ADDR_A, CodeAddress(r.addr_a));
+            let pbt = |r: &SpeRow| r.get(has::ADDR_B, CodeAddress(r.addr_b));
+            let mut f = ColFill { cols, i: 0 };
+            f.u32(block.iter().map(SpeRow::cpu));
+            f.text(block.iter().map(|_| Some(b)));
+            f.u64(block.iter().map(|r| r.pc().map(|a| a.va())));
+            f.u8(block.iter().map(|r| r.pc().map(|a| a.el())));
+            f.bool(d.iter().map(|x| Some(x.conditional)));
+            f.bool(d.iter().map(|x| Some(x.indirect)));
+            f.text(d.iter().map(|x| x.call_return));
+            f.bool(d.iter().map(|x| Some(x.gcs)));
+            f.text(d.iter().map(|x| Some(x.event)));
+            f.u64(block.iter().map(SpeRow::events));
+            f.u16(block.iter().map(|r| r.get(has::ISSUE, r.issue)));
+            f.u16(block.iter().map(|r| r.get(has::TOTAL, r.total)));
+            f.u64(block.iter().map(|r| tgt(r).map(|a| a.va())));
+            f.u8(block.iter().map(|r| tgt(r).map(|a| a.el())));
+            f.u64(block.iter().map(|r| pbt(r).map(|a| a.va())));
+            f.u8(block.iter().map(|r| pbt(r).map(|a| a.el())));
+            f.tail(block);
+        }
+    }
+
+    fn other(&mut self, rows: &[SpeRow], cols: &mut Columns) {
+        let mut d = Vec::with_capacity(FILL_BLOCK);
+        for block in rows.chunks(FILL_BLOCK) {
+            d.clear();
+            for r in block {
+                let ci = self.interp.for_cpu(r.cpu());
+                let event = self.event(cols, r, ci);
+                let f = self.ids.fixed;
+                let (name, subclass, evl, pred, fp, cond) = match r.op() {
                     Some(Operation::Other {
                         conditional,
                         floating_point,
                         ..
                     }) => (
-                        Some("OTHER"),
-                        Some("OTHER"),
+                        Some(f.other),
+                        Some(f.other),
                         None,
                         None,
                         Some(floating_point),
@@ -363,71 +712,153 @@ impl RowBuilder {
                         predicated,
                         floating_point,
                     }) => (
-                        Some("OTHER"),
-                        Some("SVE"),
+                        Some(f.other),
+                        Some(f.sve),
                         Some(evl_bits),
                         Some(predicated),
                         Some(floating_point),
                         None,
                     ),
                     Some(Operation::SmeOther { floating_point, .. }) => (
-                        Some("OTHER"),
-                        Some("SME"),
+                        Some(f.other),
+                        Some(f.sme),
                         None,
                         None,
                         Some(floating_point),
                         None,
                     ),
                     Some(Operation::OtherUnknown(_)) => {
-                        (Some("OTHER"), Some("UNKNOWN"), None, None, None, None)
+                        (Some(f.other), Some(f.unknown), None, None, None, None)
                     }
                     Some(Operation::Reserved { .. }) => {
-                        (Some("RESERVED"), None, None, None, None, None)
+                        (Some(f.reserved), None, None, None, None, None)
                     }
                     // Unreachable by construction of SpeTable::of; kept total.
                     Some(Operation::LoadStore { .. }) | Some(Operation::Branch { .. }) | None => {
                         (None, None, None, None, None, None)
                     }
                 };
-                w.text(name.map(|n| c.s(n)));
-                w.u64(pc);
-                w.u8(el);
-                w.text(subclass.map(|n| c.s(n)));
-                w.u16(evl);
-                w.bool(pred);
-                w.bool(fp);
-                w.bool(cond);
-                w.text(Some(event));
-                w.u64(event_bits);
-                w.u16(r.issue_latency_cycles);
-                w.u16(r.total_latency_cycles);
+                d.push(OtherDerived {
+                    event,
+                    name,
+                    subclass,
+                    evl,
+                    pred,
+                    fp,
+                    cond,
+                });
+            }
+            let mut f = ColFill { cols, i: 0 };
+            f.u32(block.iter().map(SpeRow::cpu));
+            f.text(d.iter().map(|x| x.name));
+            f.u64(block.iter().map(|r| r.pc().map(|a| a.va())));
+            f.u8(block.iter().map(|r| r.pc().map(|a| a.el())));
+            f.text(d.iter().map(|x| x.subclass));
+            f.u16(d.iter().map(|x| x.evl));
+            f.bool(d.iter().map(|x| x.pred));
+            f.bool(d.iter().map(|x| x.fp));
+            f.bool(d.iter().map(|x| x.cond));
+            f.text(d.iter().map(|x| Some(x.event)));
+            f.u64(block.iter().map(SpeRow::events));
+            f.u16(block.iter().map(|r| r.get(has::ISSUE, r.issue)));
+            f.u16(block.iter().map(|r| r.get(has::TOTAL, r.total)));
+            f.tail(block);
+        }
+    }
+}
+
+fn table_index(t: SpeTable) -> usize {
+    match t {
+        SpeTable::LoadStore => 0,
+        SpeTable::Branch => 1,
+        SpeTable::Other => 2,
+    }
+}
+
+/// Recycled row vectors (a row group's worth each), so no fresh pages are faulted in per group.
+type RowPool = Arc<Mutex<Vec<Vec<SpeRow>>>>;
+
+/// Row vectors kept for reuse.
+const RECYCLED_ROW_VECS: usize = 4;
+
+/// A row group of one SPE table, expanded into columns by an encoder thread.
+struct SpeRowGroup {
+    table: SpeTable,
+    rows: Vec<SpeRow>,
+    interp: Arc<Interpretation>,
+    free: RowPool,
+}
+
+impl DeferredRows for SpeRowGroup {
+    fn rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn fill(&mut self, cols: &mut Columns) {
+        let mut x = Expander {
+            interp: &self.interp,
+            ids: IdCache::new(cols),
+            imp: ImpKeys::default(),
+        };
+        match self.table {
+            SpeTable::LoadStore => x.ldst(&self.rows, cols),
+            SpeTable::Branch => x.branch(&self.rows, cols),
+            SpeTable::Other => x.other(&self.rows, cols),
+        }
+    }
+}
+
+impl Drop for SpeRowGroup {
+    fn drop(&mut self) {
+        if let Ok(mut free) = self.free.lock() {
+            if free.len() < RECYCLED_ROW_VECS {
+                let mut rows = std::mem::take(&mut self.rows);
+                rows.clear();
+                free.push(rows);
             }
         }
-        w.u32(r.context_tid());
-        w.u64(r.timestamp);
-        w.u32(s.pid);
-        w.u32(s.tid);
-        w.u64(s.time_ns);
-        w.i
+    }
+}
+
+/// The per-stream work of `spelunk decode` in the decode workers: each sample becomes an
+/// [`SpeRow`] and is counted in the stream's [`DecodeSummary`] (combine them with
+/// [`DecodeSummary::merge`]).
+pub struct SpeRowMap {
+    interp: Interpretation,
+    pub summary: DecodeSummary,
+}
+
+impl SpeRowMap {
+    pub fn new(interp: Interpretation) -> Self {
+        SpeRowMap {
+            interp,
+            summary: DecodeSummary::default(),
+        }
+    }
+}
+
+impl SampleMap for SpeRowMap {
+    type Item = SpeRow;
+    #[inline]
+    fn map(&mut self, s: &SpeSample) -> SpeRow {
+        self.summary.add(s, &self.interp);
+        SpeRow::from_sample(s)
     }
 }
 
 /// Writes samples to `PREFIX-ldst.EXT`, `PREFIX-br.EXT` and `PREFIX-other.EXT`.
 ///
-/// Each table is written by its own thread (rows are built and encoded there), fed with
-/// batches of samples; the caller's thread only routes samples. The tables are independent
-/// files, so this parallelises the expensive part (row building, Parquet encoding and
-/// compression) without any ordering concern. Memory is bounded by the channel depth.
+/// Samples arrive as compact [`SpeRow`]s (see [`SpeRowMap`]; [`SpeTableWriter::write`] converts
+/// a sample itself) and are gathered per table into row groups; each full row group goes to the
+/// shared encoder threads, which expand the rows into column values (event and data-source names,
+/// address fields) and encode and compress them, and a thread per file appends the row groups in
+/// order (see [`crate::table`]). The caller's thread only copies rows. Memory is bounded by the
+/// encoders' queue depths.
 pub struct SpeTableWriter {
-    tables: Vec<TableThread>,
-    interp: Interpretation,
-}
-
-struct TableThread {
-    batch: Vec<SpeSample>,
-    tx: Option<std::sync::mpsc::SyncSender<Vec<SpeSample>>>,
-    handle: Option<std::thread::JoinHandle<Result<(PathBuf, u64), TableError>>>,
-    path: PathBuf,
+    tables: Vec<TableWriter>,
+    pending: [Vec<SpeRow>; 3],
+    interp: Arc<Interpretation>,
+    free: RowPool,
 }
 
 /// Columns that get Parquet min/max statistics: what analyses filter on (time, CPU, thread, code
@@ -435,11 +866,6 @@ struct TableThread {
 pub const STATISTICS_COLUMNS: &[&str] = &[
     "cpu", "pc", "vaddr", "paddr", "br_tgt", "ts", "time_ns", "pid", "tid", "context",
 ];
-
-/// Samples per batch handed to a table thread.
-const TABLE_BATCH: usize = 4096;
-/// Batches queued per table thread.
-const TABLE_QUEUE: usize = 4;
 
 impl SpeTableWriter {
     /// The three file paths for `prefix` and `format`.
@@ -473,34 +899,14 @@ impl SpeTableWriter {
             (b, "spe_br", BRANCH_COLUMNS),
             (o, "spe_other", OTHER_COLUMNS),
         ] {
-            let mut writer = TableWriter::create(&path, name, columns, format, options)?;
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<SpeSample>>(TABLE_QUEUE);
-            let interp = interp.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("write {name}"))
-                .spawn(move || {
-                    let mut rows = RowBuilder::default();
-                    for batch in rx {
-                        for s in &batch {
-                            rows.append(s, interp.for_cpu(s.cpu), writer.columns());
-                            writer.end_row()?;
-                        }
-                    }
-                    let path = writer.path().to_path_buf();
-                    Ok((path, writer.finish()?))
-                })
-                .map_err(|source| TableError::Io {
-                    path: path.clone(),
-                    source,
-                })?;
-            tables.push(TableThread {
-                batch: Vec::with_capacity(TABLE_BATCH),
-                tx: Some(tx),
-                handle: Some(handle),
-                path,
-            });
+            tables.push(TableWriter::create(&path, name, columns, format, options)?);
         }
-        Ok(SpeTableWriter { tables, interp })
+        Ok(SpeTableWriter {
+            tables,
+            pending: Default::default(),
+            interp: Arc::new(interp),
+            free: RowPool::default(),
+        })
     }
 
     /// How this writer interprets each CPU's records.
@@ -508,59 +914,61 @@ impl SpeTableWriter {
         &self.interp
     }
 
+    /// Appends one sample (converting it here; [`SpeTableWriter::push`] takes rows built
+    /// elsewhere, e.g. in the decode workers).
+    #[inline]
     pub fn write(&mut self, s: &SpeSample) -> Result<(), TableError> {
-        let i = match SpeTable::of(s) {
-            SpeTable::LoadStore => 0,
-            SpeTable::Branch => 1,
-            SpeTable::Other => 2,
-        };
-        let t = &mut self.tables[i];
-        t.batch.push(*s);
-        if t.batch.len() >= TABLE_BATCH {
-            let full = std::mem::replace(&mut t.batch, Vec::with_capacity(TABLE_BATCH));
-            let sent =
-                t.tx.as_ref()
-                    .map(|tx| tx.send(full).is_ok())
-                    .unwrap_or(false);
-            if !sent {
-                // The table thread stopped: report its error.
-                return Err(Self::join(t).err().unwrap_or_else(|| TableError::Io {
-                    path: t.path.clone(),
-                    source: std::io::Error::other("table writer thread stopped"),
-                }));
-            }
+        self.push(&SpeRow::from_sample(s))
+    }
+
+    /// Appends one row to its table.
+    #[inline]
+    pub fn push(&mut self, row: &SpeRow) -> Result<(), TableError> {
+        let i = usize::from(row.table).min(2);
+        let pending = &mut self.pending[i];
+        if pending.capacity() == 0 {
+            *pending = self
+                .free
+                .lock()
+                .ok()
+                .and_then(|mut f| f.pop())
+                .unwrap_or_default();
+            pending.reserve_exact(ROW_GROUP_ROWS);
+        }
+        pending.push(*row);
+        if pending.len() >= ROW_GROUP_ROWS {
+            self.ship(i)?;
         }
         Ok(())
     }
 
-    fn join(t: &mut TableThread) -> Result<(PathBuf, u64), TableError> {
-        t.tx = None;
-        match t.handle.take().map(|h| h.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(TableError::Io {
-                path: t.path.clone(),
-                source: std::io::Error::other("table writer thread panicked (bug)"),
-            }),
-            None => Err(TableError::Io {
-                path: t.path.clone(),
-                source: std::io::Error::other("table already closed"),
-            }),
+    fn ship(&mut self, i: usize) -> Result<(), TableError> {
+        let rows = std::mem::take(&mut self.pending[i]);
+        if rows.is_empty() {
+            return Ok(());
         }
+        let group = SpeRowGroup {
+            table: [SpeTable::LoadStore, SpeTable::Branch, SpeTable::Other][i],
+            rows,
+            interp: self.interp.clone(),
+            free: self.free.clone(),
+        };
+        self.tables[i].write_deferred(Box::new(group))
     }
 
     /// Flushes and closes the files; returns (path, rows) for each.
     pub fn finish(mut self) -> Result<Vec<(PathBuf, u64)>, TableError> {
         let mut out = Vec::new();
         let mut first_err = None;
-        for t in &mut self.tables {
-            if !t.batch.is_empty() {
-                let b = std::mem::take(&mut t.batch);
-                if let Some(tx) = &t.tx {
-                    let _ = tx.send(b);
-                }
+        for i in 0..self.pending.len() {
+            if let Err(e) = self.ship(i) {
+                first_err.get_or_insert(e);
             }
-            match Self::join(t) {
-                Ok(r) => out.push(r),
+        }
+        for t in self.tables {
+            let path = t.path().to_path_buf();
+            match t.finish() {
+                Ok(rows) => out.push((path, rows)),
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
@@ -580,8 +988,7 @@ mod tests {
     #[test]
     fn rows_fill_every_column_of_their_table() {
         use spelunk_spe::{CodeAddress, Events, OpType, SpeRecord};
-        let interp = CpuInterpretation::for_midr(Some(spelunk_spe::CpuModel::NeoverseN1.midr()));
-        let mut rb = RowBuilder::default();
+        let interp = Interpretation::uniform(Some(spelunk_spe::CpuModel::NeoverseN1.midr()));
         let dir = std::env::temp_dir().join(format!("spelunk-rowshape-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut samples: Vec<(SpeSample, SpeTable)> = [
@@ -610,21 +1017,31 @@ mod tests {
         })
         .collect();
         samples.push((SpeSample::default(), SpeTable::Other));
-        for (s, table) in samples {
-            assert_eq!(SpeTable::of(&s), table);
-            let path = dir.join(format!("{}.csv", table.suffix()));
-            let mut w = TableWriter::create(
-                &path,
-                "t",
-                table.columns(),
-                TableFormat::Csv,
-                Default::default(),
-            )
-            .unwrap();
-            let n = rb.append(&s, &interp, w.columns());
-            assert_eq!(n, table.columns().len(), "{table:?} {:?}", s.record.op);
-            w.end_row().unwrap();
-            w.finish().unwrap();
+        for format in [TableFormat::Csv, TableFormat::Parquet] {
+            for (n, (s, table)) in samples.iter().enumerate() {
+                assert_eq!(SpeTable::of(s), *table);
+                assert_eq!(SpeRow::from_sample(s).table(), *table);
+                let prefix = dir.join(format!("t{n}"));
+                let mut w =
+                    SpeTableWriter::create(&prefix, format, Default::default(), interp.clone())
+                        .unwrap();
+                w.write(s).unwrap();
+                // A row that misses a column fails the encode, and so `finish`.
+                let out = w
+                    .finish()
+                    .unwrap_or_else(|e| panic!("{table:?} {:?}: {e}", s.record.op));
+                let rows: Vec<u64> = out.iter().map(|(_, n)| *n).collect();
+                let mut want = vec![0u64; 3];
+                want[table_index(*table)] = 1;
+                assert_eq!(rows, want);
+                if format == TableFormat::Csv {
+                    let text = std::fs::read_to_string(&out[table_index(*table)].0).unwrap();
+                    let mut lines = text.lines();
+                    let header = lines.next().unwrap().split(',').count();
+                    assert_eq!(header, table.columns().len());
+                    assert_eq!(lines.next().unwrap().split(',').count(), header);
+                }
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -92,6 +92,45 @@ impl DecodeSummary {
         }
     }
 
+    /// Adds the counts of a summary of other samples (e.g. another stream's); `decode` and
+    /// `container` are left alone.
+    pub fn merge(&mut self, o: &DecodeSummary) {
+        self.samples += o.samples;
+        for (a, b) in self.by_table.iter_mut().zip(o.by_table) {
+            *a += b;
+        }
+        if self.by_cpu.len() < o.by_cpu.len() {
+            self.by_cpu.resize(o.by_cpu.len(), 0);
+        }
+        for (a, b) in self.by_cpu.iter_mut().zip(&o.by_cpu) {
+            *a += b;
+        }
+        self.no_cpu += o.no_cpu;
+        self.loads += o.loads;
+        self.stores += o.stores;
+        self.branches += o.branches;
+        self.mispredicted_branches += o.mispredicted_branches;
+        for &(ds, n) in &o.load_sources {
+            match self.load_sources.iter_mut().find(|(d, _)| *d == ds) {
+                Some((_, m)) => *m += n,
+                None => self.load_sources.push((ds, n)),
+            }
+        }
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let max = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+        self.first_time_ns = min(self.first_time_ns, o.first_time_ns);
+        self.last_time_ns = max(self.last_time_ns, o.last_time_ns);
+        self.first_ts = min(self.first_ts, o.first_ts);
+        self.last_ts = max(self.last_ts, o.last_ts);
+        self.with_tid += o.with_tid;
+    }
+
     /// Plain-text rendering for the terminal.
     pub fn render_text(&self) -> String {
         let mut o = String::new();
