@@ -42,14 +42,25 @@ pub struct Agg {
     /// Loads: total latency and derived execution latency (cycles), exact distributions.
     pub load_total: LatencyStats,
     pub load_exec: LatencyStats,
-    /// Loads: issue and translation latency.
+    /// Loads: issue and translation latency, kept only by aggregates made with
+    /// [`Agg::with_components`] (the per-data-source rows show them; hotspots do not, and
+    /// skipping them halves the cost of a load).
     pub load_issue: LatencyStats,
     pub load_xlat: LatencyStats,
+    pub components: bool,
     /// Loads per data source (few entries; searched linearly).
     pub sources: Vec<(DataSource, u64)>,
 }
 
 impl Agg {
+    /// An aggregate that also keeps issue and translation latency distributions.
+    pub fn with_components() -> Agg {
+        Agg {
+            components: true,
+            ..Agg::default()
+        }
+    }
+
     pub fn add(&mut self, r: &SpeRecord, kind: OpKind, source: Option<DataSource>) {
         self.samples += 1;
         let ev = r.events.unwrap_or_default();
@@ -62,11 +73,13 @@ impl Agg {
                 if let Some(e) = r.derived_execution_latency() {
                     self.load_exec.add(e);
                 }
-                if let Some(i) = r.issue_latency_cycles {
-                    self.load_issue.add(i);
-                }
-                if let Some(x) = r.translation_latency_cycles {
-                    self.load_xlat.add(x);
+                if self.components {
+                    if let Some(i) = r.issue_latency_cycles {
+                        self.load_issue.add(i);
+                    }
+                    if let Some(x) = r.translation_latency_cycles {
+                        self.load_xlat.add(x);
+                    }
                 }
                 if let Some(ds) = source {
                     self.add_source(ds, 1);

@@ -9,6 +9,7 @@ pub mod context;
 pub mod diff;
 pub mod disasm;
 pub mod elf;
+pub mod fasthash;
 pub mod estimate;
 pub mod maps;
 pub mod model;

@@ -7,6 +7,7 @@
 //! up into functions, source lines, instructions and DSOs.
 
 use crate::agg::{Agg, OpKind};
+use crate::fasthash::FastMap;
 use crate::maps::AddressSpaces;
 use crate::model::*;
 use crate::objects::{DataObject, DataObjects};
@@ -336,11 +337,11 @@ pub struct ProfileBuilder<'a> {
     last_time_ns: Option<u64>,
     decoded: u64,
     totals: Agg,
-    per_pc: HashMap<(Option<u32>, u64), Agg>,
-    per_object: HashMap<ObjKey, (Arc<DataObject>, Agg)>,
+    per_pc: FastMap<(Option<u32>, u64), Agg>,
+    per_object: FastMap<ObjKey, (Arc<DataObject>, Agg)>,
     per_source: Vec<(DataSource, Agg)>,
-    per_thread: HashMap<(Option<u32>, Option<u32>), u64>,
-    per_cpu: HashMap<Option<u32>, u64>,
+    per_thread: FastMap<(Option<u32>, Option<u32>), u64>,
+    per_cpu: FastMap<Option<u32>, u64>,
     timeline: Vec<RawPoint>,
     timeline_population: u64,
     rng: Rng,
@@ -367,11 +368,11 @@ impl<'a> ProfileBuilder<'a> {
             last_time_ns: None,
             decoded: 0,
             totals: Agg::default(),
-            per_pc: HashMap::new(),
-            per_object: HashMap::new(),
+            per_pc: FastMap::default(),
+            per_object: FastMap::default(),
             per_source: Vec::new(),
-            per_thread: HashMap::new(),
-            per_cpu: HashMap::new(),
+            per_thread: FastMap::default(),
+            per_cpu: FastMap::default(),
             timeline: Vec::new(),
             timeline_population: 0,
             rng: Rng::new(0x5e1c),
@@ -449,7 +450,7 @@ impl<'a> ProfileBuilder<'a> {
             match self.per_source.iter_mut().find(|(x, _)| *x == d) {
                 Some((_, a)) => a.add(r, kind, ds),
                 None => {
-                    let mut a = Agg::default();
+                    let mut a = Agg::with_components();
                     a.add(r, kind, ds);
                     self.per_source.push((d, a));
                 }

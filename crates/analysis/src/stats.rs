@@ -4,11 +4,12 @@
 //! Percentiles use the nearest-rank definition: the p-th percentile is the smallest value `v`
 //! such that at least p % of the samples are ≤ `v` (docs/methodology/statistics.md).
 
+use crate::fasthash::FastMap;
 use std::collections::HashMap;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LatencyStats {
-    counts: HashMap<u16, u64>,
+    counts: FastMap<u16, u64>,
     n: u64,
     sum: u128,
 }
