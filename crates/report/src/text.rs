@@ -121,7 +121,10 @@ fn short(path: &str) -> &str {
 }
 
 /// The column a `--sort` order adds when the table does not already show its figure.
-fn sort_column(sort: &str) -> Option<(&'static str, fn(&GroupStats) -> u64)> {
+/// A column: header and the figure it shows.
+type Column = (&'static str, fn(&GroupStats) -> u64);
+
+fn sort_column(sort: &str) -> Option<Column> {
     match sort {
         "stores" => Some(("stores", |g| g.stores)),
         "llc-miss" => Some(("LLC miss", |g| g.llc_miss)),
