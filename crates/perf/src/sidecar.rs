@@ -18,7 +18,7 @@ pub struct Phase {
     pub name: String,
     pub pid: Option<u32>,
     pub tid: u32,
-    /// Nesting depth (0 outermost).
+    /// Nesting depth (1 = outermost, as the emulator records it).
     pub depth: u16,
     pub start_ns: u64,
     /// Phases still open when the run ended end at the run's end.
