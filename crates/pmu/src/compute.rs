@@ -420,8 +420,9 @@ fn sanity(catalog: &Catalog, metrics: &[MetricResult]) -> Vec<Warning> {
             w.push(Warning {
                 kind: WarningKind::MpkiNearThousand,
                 message: format!(
-                    "{} = {v:.1}: close to one miss per instruction; check the event codes \
-                     and that both events were counted over the same run",
+                    "{} = {v:.1}: close to one miss per instruction; genuine only for code made \
+                     almost entirely of missing loads (a pointer chase), otherwise check the \
+                     event codes and that both events were counted over the same run",
                     m.name
                 ),
             });
