@@ -6,6 +6,7 @@ use clap::{Args, ValueEnum};
 use spelunk_analysis::model::{RecordingInfo, Report};
 use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
+use spelunk_perf::sidecar::Sidecar;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
 use std::path::{Path, PathBuf};
@@ -62,6 +63,7 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
 
     /// With --html: add a top-down section from FILE, the output of `spelunk topdown --json`
+    /// [default: computed from the sidecar's PMU counts, when the recording has them]
     #[arg(long, value_name = "FILE", requires = "html")]
     pub topdown: Option<PathBuf>,
 
@@ -192,6 +194,31 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     Ok(report)
 }
 
+/// Top-down from the PMU counts in the recording's sidecar (what `spelunk record --emulate`
+/// writes), for the HTML page when no `--topdown` file is given. A recording without counts
+/// has none; a failure is reported and the page is written without the section.
+fn sidecar_topdown(file: &Path) -> Option<Topdown> {
+    let sc = Sidecar::find(file).ok().flatten()?;
+    if sc.counters.totals.is_empty() {
+        return None;
+    }
+    let path = Sidecar::path_for(file);
+    let text = match crate::topdown::sidecar_json(&sc, &path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("spelunk report: top-down section left out: {e:#}");
+            return None;
+        }
+    };
+    match Topdown::from_json(&text, &path.display().to_string()) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            eprintln!("spelunk report: top-down section left out: {e}");
+            None
+        }
+    }
+}
+
 /// Reads the output of `spelunk topdown --json` for the HTML page.
 fn read_topdown(path: &Path) -> anyhow::Result<Topdown> {
     let text = std::fs::read_to_string(path)
@@ -212,7 +239,7 @@ fn write_html(report: &Report, topdown: Option<&Topdown>, out: &Path) -> anyhow:
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
-    let topdown = args.topdown.as_deref().map(read_topdown).transpose()?;
+    let mut topdown = args.topdown.as_deref().map(read_topdown).transpose()?;
     let report = build_report(&args)?;
     if report.recording.samples_selected == 0 {
         let why = if report.filter.is_empty() {
@@ -227,6 +254,9 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if let Some(out) = &args.html {
+        if topdown.is_none() {
+            topdown = sidecar_topdown(&args.file);
+        }
         write_html(&report, topdown.as_ref(), out)?;
     }
     if args.json {

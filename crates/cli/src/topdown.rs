@@ -355,6 +355,19 @@ fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
     }
 }
 
+/// Top-down of a recording's sidecar with the defaults (both stages, a scope per phase), as
+/// `spelunk topdown --import FILE --per-phase --json` prints it: what `spelunk report --html`
+/// embeds when the recording carries PMU counts and no `--topdown` file is given.
+pub(crate) fn sidecar_json(sc: &Sidecar, path: &Path) -> anyhow::Result<String> {
+    #[derive(clap::Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        args: TopdownArgs,
+    }
+    let d = <Defaults as clap::Parser>::try_parse_from(["topdown", "--per-phase"])?;
+    Ok(report::render_json(&sidecar_report(&d.args, sc, path)?))
+}
+
 /// The report of a sidecar's counters: the catalog of its CPU (or --cpu/--spec), per-core and
 /// phase scopes, intervals from its timeline.
 fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Result<Report> {

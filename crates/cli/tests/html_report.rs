@@ -558,6 +558,28 @@ fn embedded(page: &str) -> serde_json::Value {
     serde_json::from_str(&page[start..end]).unwrap()
 }
 
+/// An emulated recording's page computes top-down from the sidecar's counts by itself; it must
+/// embed what `spelunk topdown --import DATA --per-phase --json` prints. Returns that file.
+fn sidecar_topdown(data: &Path, html: &Path, out_json: PathBuf) -> PathBuf {
+    let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args(["topdown", "--import"])
+        .arg(data)
+        .args(["--per-phase", "--json", "-o"])
+        .arg(&out_json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(html).unwrap();
+    let want: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&out_json).unwrap()).unwrap();
+    assert_eq!(embedded(&page)["topdown"], want);
+    out_json
+}
+
 fn topdown_golden() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../pmu/tests/data/golden/seed001-stride-baseline.json")
@@ -772,9 +794,10 @@ fn html_report_in_headless_chromium() {
         assert_eq!(j["phases"].as_array().unwrap().len(), 5, "init + 4 kernels");
         assert!(j["recording"]["sampling_quality"]["accuracy"].is_number());
         std::fs::write(&json, text).unwrap();
+        let td = sidecar_topdown(&data, &html, dir.join("stream-topdown.json"));
         pages.push(serde_json::json!({
             "name": "emulated-stream",
-            "html": html, "json": json, "topdown": null,
+            "html": html, "json": json, "topdown": td,
             "screenshot": dir.join("stream.png"),
         }));
 
@@ -801,9 +824,10 @@ fn html_report_in_headless_chromium() {
         assert_eq!(top["verdict"], "false_sharing", "{top}");
         assert!(["buf1", "buf2"].contains(&top["object"].as_str().unwrap()));
         std::fs::write(&json, text).unwrap();
+        let td = sidecar_topdown(&data, &html, dir.join("false-sharing-topdown.json"));
         pages.push(serde_json::json!({
             "name": "emulated-false-sharing",
-            "html": html, "json": json, "topdown": null,
+            "html": html, "json": json, "topdown": td,
             "screenshot": dir.join("emulated-false-sharing.png"),
         }));
     }
