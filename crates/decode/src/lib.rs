@@ -14,6 +14,6 @@ pub mod threads;
 pub use perf::{plan_from_perf, ContainerLosses};
 pub use pipeline::{
     decode, decode_map, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome, DecodePlan,
-    PipelineError, SampleMap, StreamDesc, StreamOutcome, TimeConvFn,
+    PipelineError, SampleContext, SampleMap, StreamDesc, StreamOutcome, TimeConvFn,
 };
 pub use threads::{SwitchIn, ThreadTimeline};

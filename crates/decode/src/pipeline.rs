@@ -125,7 +125,31 @@ fn batch_records(streams: usize, budget: usize, item_bytes: usize) -> usize {
 /// here (the merge is serial) and make items small (they are what the merge moves).
 pub trait SampleMap: Send {
     type Item: Send;
-    fn map(&mut self, sample: &SpeSample) -> Self::Item;
+    /// Maps the sample made of `record` placed in `context` (the record is the decoder's own:
+    /// no copy is made unless the map makes one).
+    fn map(&mut self, record: &SpeRecord, context: &SampleContext) -> Self::Item;
+}
+
+/// Where and when a record was sampled: an [`SpeSample`] without its record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleContext {
+    pub cpu: Option<u32>,
+    pub pid: Option<u32>,
+    pub tid: Option<u32>,
+    pub time_ns: Option<u64>,
+}
+
+impl SampleContext {
+    #[inline]
+    pub fn sample(&self, record: &SpeRecord) -> SpeSample {
+        SpeSample {
+            cpu: self.cpu,
+            pid: self.pid,
+            tid: self.tid,
+            time_ns: self.time_ns,
+            record: *record,
+        }
+    }
 }
 
 /// The identity map: the sink gets the samples themselves.
@@ -134,8 +158,8 @@ struct Samples;
 impl SampleMap for Samples {
     type Item = SpeSample;
     #[inline]
-    fn map(&mut self, s: &SpeSample) -> SpeSample {
-        *s
+    fn map(&mut self, r: &SpeRecord, c: &SampleContext) -> SpeSample {
+        c.sample(r)
     }
 }
 
@@ -190,7 +214,7 @@ impl<'a> Attributor<'a> {
 
     /// Places a record in context: time, thread, process.
     #[inline]
-    fn attribute(&mut self, r: &SpeRecord) -> SpeSample {
+    fn attribute(&mut self, r: &SpeRecord) -> SampleContext {
         let stream = self.stream;
         let time_ns = match (&self.plan.time_conv, r.timestamp) {
             (Some(tc), Some(ts)) => Some(tc(ts)),
@@ -211,12 +235,11 @@ impl<'a> Attributor<'a> {
                 }
             })
             .or_else(|| running.filter(|(_, t)| Some(*t) == tid).map(|(p, _)| p));
-        SpeSample {
+        SampleContext {
             cpu: stream.cpu,
             pid,
             tid,
             time_ns,
-            record: *r,
         }
     }
 }
@@ -266,9 +289,9 @@ fn worker<S: AuxSource, M: SampleMap>(
     let mut dec = RecordDecoder::new();
     let mut att = Attributor::new(stream, plan);
     let mut buf = vec![0u8; opts.piece_bytes.max(1)];
-    let mut recs = Vec::new();
     let mut batch = Batch::with_capacity(batch_len);
     let mut last_key = 0u64;
+    let mut stopped = false;
     let done = |dec: RecordDecoder| WorkerResult {
         stats: *dec.stats(),
         issues: dec.issues().to_vec(),
@@ -289,15 +312,16 @@ fn worker<S: AuxSource, M: SampleMap>(
                 });
                 return done(dec);
             }
-            recs.clear();
-            dec.feed(&buf[..n], at, &mut recs);
-            for r in &recs {
-                let s = att.attribute(r);
-                if let Some(t) = s.time_ns {
+            dec.feed_each(&buf[..n], at, |r| {
+                if stopped {
+                    return;
+                }
+                let c = att.attribute(r);
+                if let Some(t) = c.time_ns {
                     last_key = t;
                 }
                 batch.keys.push(last_key);
-                batch.items.push(map.map(&s));
+                batch.items.push(map.map(r, &c));
                 if batch.items.len() >= batch_len {
                     // Reuse a batch the merge has finished with (no fresh pages to fault in).
                     let next = match free.try_recv() {
@@ -309,10 +333,11 @@ fn worker<S: AuxSource, M: SampleMap>(
                         Err(_) => Batch::with_capacity(batch_len),
                     };
                     let full = std::mem::replace(&mut batch, next);
-                    if tx.send(Msg::Batch(full)).is_err() {
-                        return done(dec); // the merge stopped (sink error)
-                    }
+                    stopped = tx.send(Msg::Batch(full)).is_err();
                 }
+            });
+            if stopped {
+                return done(dec); // the merge stopped (sink error)
             }
             if let Some(p) = &opts.progress {
                 p.fetch_add(n as u64, Ordering::Relaxed);

@@ -11,11 +11,11 @@ use crate::table::{
     ColumnDef, ColumnKind::*, Columns, DeferredRows, TableCompression, TableError, TableFormat,
     TableOptions, TableWriter, TextId, ROW_GROUP_ROWS,
 };
-use spelunk_decode::SampleMap;
+use spelunk_decode::{SampleContext, SampleMap};
 use spelunk_spe::{
     CallReturn, CodeAddress, CpuInterpretation, DataPhysicalAddress, DataSource,
     DataVirtualAddress, Events, ImpDefEventNames, Interpretation, LoadStoreKind, OpClass, OpType,
-    Operation, SpeSample,
+    Operation, SpeRecord, SpeSample,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -114,7 +114,12 @@ pub enum SpeTable {
 
 impl SpeTable {
     pub fn of(sample: &SpeSample) -> SpeTable {
-        match sample.record.op.map(|o| o.class()) {
+        Self::of_record(&sample.record)
+    }
+
+    #[inline]
+    pub fn of_record(record: &SpeRecord) -> SpeTable {
+        match record.op.map(|o| o.class()) {
             Some(OpClass::LoadStore) => SpeTable::LoadStore,
             Some(OpClass::Branch) => SpeTable::Branch,
             _ => SpeTable::Other,
@@ -366,8 +371,19 @@ pub struct SpeRow {
 impl SpeRow {
     #[inline]
     pub fn from_sample(s: &SpeSample) -> SpeRow {
-        let r = &s.record;
-        let table = SpeTable::of(s);
+        let c = SampleContext {
+            cpu: s.cpu,
+            pid: s.pid,
+            tid: s.tid,
+            time_ns: s.time_ns,
+        };
+        Self::from_record(&s.record, &c)
+    }
+
+    /// The row of `r` sampled in context `s`.
+    #[inline]
+    pub fn from_record(r: &SpeRecord, s: &SampleContext) -> SpeRow {
+        let table = SpeTable::of_record(r);
         let mut bits = 0u32;
         let mut take = |v: Option<u64>, bit: u32| match v {
             Some(x) => {
@@ -840,9 +856,9 @@ impl SpeRowMap {
 impl SampleMap for SpeRowMap {
     type Item = SpeRow;
     #[inline]
-    fn map(&mut self, s: &SpeSample) -> SpeRow {
-        self.summary.add(s, &self.interp);
-        SpeRow::from_sample(s)
+    fn map(&mut self, r: &SpeRecord, c: &SampleContext) -> SpeRow {
+        self.summary.add_record(r, c, &self.interp);
+        SpeRow::from_record(r, c)
     }
 }
 

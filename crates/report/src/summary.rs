@@ -3,8 +3,9 @@
 
 use crate::spe_tables::SpeTable;
 use spelunk_decode::ContainerLosses;
+use spelunk_decode::SampleContext;
 use spelunk_spe::Interpretation;
-use spelunk_spe::{DataSource, DecodeStats, Event, SpeSample};
+use spelunk_spe::{DataSource, DecodeStats, Event, SpeRecord, SpeSample};
 use std::fmt::Write as _;
 
 /// Accumulates a summary over a stream of samples.
@@ -37,8 +38,20 @@ const MAX_CPU_SLOTS: usize = 1 << 16;
 
 impl DecodeSummary {
     pub fn add(&mut self, s: &SpeSample, interp: &Interpretation) {
+        let c = SampleContext {
+            cpu: s.cpu,
+            pid: s.pid,
+            tid: s.tid,
+            time_ns: s.time_ns,
+        };
+        self.add_record(&s.record, &c, interp)
+    }
+
+    /// [`DecodeSummary::add`] for a record and its context (no sample needs to be built).
+    #[inline]
+    pub fn add_record(&mut self, r: &SpeRecord, s: &SampleContext, interp: &Interpretation) {
         self.samples += 1;
-        self.by_table[match SpeTable::of(s) {
+        self.by_table[match SpeTable::of_record(r) {
             SpeTable::LoadStore => 0,
             SpeTable::Branch => 1,
             SpeTable::Other => 2,
@@ -56,7 +69,6 @@ impl DecodeSummary {
             }
             None => self.no_cpu += 1,
         }
-        let r = &s.record;
         if let Some(op) = r.op {
             if op.is_load() {
                 self.loads += 1;

@@ -704,7 +704,7 @@ fn write_values<D: DataType>(
 where
     D::T: Clone,
 {
-    let all_present = valid.iter().all(|v| *v == 1);
+    let all_present = !valid.contains(&0);
     if !nullable {
         if !all_present {
             return Err(parquet::errors::ParquetError::General(
@@ -1286,6 +1286,20 @@ mod direct {
                 groups += 1;
             }
             out.push(((groups as u8) << 1) | 1);
+            if bw <= 8 {
+                // A group of 8 values fills exactly `bw` bytes.
+                for g in 0..groups {
+                    let at = start + g * 8;
+                    let group = vals.get(at..(at + 8).min(vals.len())).unwrap_or(&[]);
+                    let mut acc = 0u64;
+                    for (k, v) in group.iter().enumerate() {
+                        let v: u64 = (*v).into();
+                        acc |= v << (k as u32 * u32::from(bw));
+                    }
+                    out.extend_from_slice(&acc.to_le_bytes()[..usize::from(bw)]);
+                }
+                continue;
+            }
             let mut acc = 0u64;
             let mut nbits = 0u32;
             for k in 0..groups * 8 {
@@ -1331,17 +1345,26 @@ mod direct {
         bytes: impl Fn(T) -> [u8; N],
         out: &mut Vec<u8>,
     ) {
+        let start = out.len();
         if all {
-            out.reserve(vals.len() * N);
-            for v in vals {
-                out.extend_from_slice(&bytes(*v));
+            out.resize(start + vals.len() * N, 0);
+            for (dst, v) in out[start..].chunks_exact_mut(N).zip(vals) {
+                dst.copy_from_slice(&bytes(*v));
             }
         } else {
+            // Every value is written, and the position advances past present ones only (no
+            // branch on the data); one slot of slack for the last write.
+            let present = valid.iter().filter(|v| **v == 1).count();
+            out.resize(start + (present + 1) * N, 0);
+            let dst = &mut out[start..];
+            let mut k = 0usize;
             for (v, ok) in vals.iter().zip(valid) {
-                if *ok == 1 {
-                    out.extend_from_slice(&bytes(*v));
+                if let Some(d) = dst.get_mut(k..k + N) {
+                    d.copy_from_slice(&bytes(*v));
                 }
+                k += N * usize::from(*ok & 1);
             }
+            out.truncate(start + present * N);
         }
     }
 
@@ -1364,7 +1387,8 @@ mod direct {
                 valid.len()
             )));
         }
-        let all = valid.iter().all(|v| *v == 1);
+        // Validity bytes are 0 or 1: all present when there is no 0 (a memchr).
+        let all = !valid.contains(&0);
         if !nullable && !all {
             return Err(ParquetError::General(format!(
                 "a null in required column {} (bug)",
@@ -1375,7 +1399,13 @@ mod direct {
         s.raw.clear();
         if nullable {
             s.levels.clear();
-            hybrid(valid, 1, &mut s.levels);
+            if all {
+                // One RLE run of 1s.
+                put_uleb(&mut s.levels, (rows as u64) << 1);
+                s.levels.push(1);
+            } else {
+                hybrid(valid, 1, &mut s.levels);
+            }
             s.raw
                 .extend_from_slice(&(s.levels.len() as u32).to_le_bytes());
             s.raw.extend_from_slice(&s.levels);

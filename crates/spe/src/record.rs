@@ -94,7 +94,7 @@ impl SpeRecord {
     }
 
     /// Applies one packet to the record. Returns true when the packet ends the record.
-    #[inline]
+    #[inline(always)]
     fn apply(&mut self, p: Packet) -> bool {
         match p {
             Packet::Pad => {}
@@ -225,8 +225,8 @@ impl RecordDecoder {
         &self.issues
     }
 
-    #[inline]
-    fn on_packet(&mut self, p: Packet, out: &mut Vec<SpeRecord>) {
+    #[inline(always)]
+    fn on_packet<F: FnMut(&SpeRecord)>(&mut self, p: Packet, out: &mut F) {
         match p {
             Packet::Pad => {
                 self.stats.pad_packets += 1;
@@ -255,9 +255,9 @@ impl RecordDecoder {
         }
     }
 
-    #[inline]
-    fn emit(&mut self, out: &mut Vec<SpeRecord>) {
-        out.push(self.cur);
+    #[inline(always)]
+    fn emit<F: FnMut(&SpeRecord)>(&mut self, out: &mut F) {
+        out(&self.cur);
         self.stats.records += 1;
         self.cur = SpeRecord::default();
         self.open = false;
@@ -278,6 +278,13 @@ impl RecordDecoder {
     /// Decodes `data`, the next bytes of the stream. `offset` is where `data` starts in its file,
     /// used only for [`DecodeIssue`]s. Completed records are appended to `out`.
     pub fn feed(&mut self, data: &[u8], offset: u64, out: &mut Vec<SpeRecord>) {
+        self.feed_each(data, offset, |r| out.push(*r));
+    }
+
+    /// Like [`RecordDecoder::feed`], but hands each completed record to `f` as it completes
+    /// (no copy into a vector: for consumers that process records one by one).
+    pub fn feed_each<F: FnMut(&SpeRecord)>(&mut self, data: &[u8], offset: u64, mut f: F) {
+        let out = &mut f;
         self.stats.bytes += data.len() as u64;
         let mut pos = 0usize;
         if self.carry_len > 0 {
@@ -317,12 +324,12 @@ impl RecordDecoder {
     }
 
     #[inline]
-    fn decode_slice_from(
+    fn decode_slice_from<F: FnMut(&SpeRecord)>(
         &mut self,
         data: &[u8],
         mut pos: usize,
         offset: u64,
-        out: &mut Vec<SpeRecord>,
+        out: &mut F,
     ) {
         while pos < data.len() {
             if data[pos] == 0 {
