@@ -10,6 +10,7 @@ pub mod diff;
 pub mod disasm;
 pub mod elf;
 pub mod fasthash;
+pub mod kallsyms;
 pub mod estimate;
 pub mod maps;
 pub mod model;

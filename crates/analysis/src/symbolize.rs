@@ -5,8 +5,10 @@
 //! blazesym in one call per file (ELF symbols, DWARF line tables and inline information,
 //! `.gnu_debuglink` and build-id debug files); results are cached per (file, offset) for the
 //! symbolizer's lifetime. Files not found on the analysing machine give locations with the file
-//! name only, counted in [`CodeSymbolizer::missing_files`].
+//! name only, counted in [`CodeSymbolizer::missing_files`]. Kernel PCs are named from the
+//! recorded kernel's kallsyms when one is given ([`crate::kallsyms`]).
 
+use crate::kallsyms::KernelSymbols;
 use crate::maps::{Mapping, MappingKind};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
@@ -68,6 +70,8 @@ pub struct CodeSymbolizer {
     /// Prefix prepended to recorded paths (like perf's `--symfs`).
     symfs: Option<PathBuf>,
     missing: BTreeSet<Arc<str>>,
+    /// Kernel text symbols for kernel PCs (a kallsyms file of the recorded kernel).
+    kernel: Option<Arc<KernelSymbols>>,
 }
 
 impl Default for CodeSymbolizer {
@@ -83,7 +87,19 @@ impl CodeSymbolizer {
             cache: HashMap::new(),
             symfs,
             missing: BTreeSet::new(),
+            kernel: None,
         }
+    }
+
+    /// Names kernel PCs with these symbols (from the recorded kernel's kallsyms).
+    pub fn with_kernel_symbols(mut self, k: Arc<KernelSymbols>) -> Self {
+        self.kernel = Some(k);
+        self
+    }
+
+    /// Whether kernel PCs can be named.
+    pub fn has_kernel_symbols(&self) -> bool {
+        self.kernel.is_some()
     }
 
     /// Files that were mapped in the recording but could not be read here.
@@ -126,6 +142,19 @@ impl CodeSymbolizer {
                     let off = m.file_offset(*addr);
                     if let Some(l) = self.cache.get(&(m.path.clone(), off)) {
                         return l.clone();
+                    }
+                }
+                if m.kind == MappingKind::Kernel {
+                    if let Some((sym, off)) = self.kernel.as_ref().and_then(|k| k.lookup(*addr)) {
+                        return Arc::new(CodeLocation {
+                            dso: match &sym.module {
+                                Some(module) => Arc::from(format!("[{module}]")),
+                                None => m.path.clone(),
+                            },
+                            function: Some(sym.name.clone()),
+                            function_offset: Some(off),
+                            ..Default::default()
+                        });
                     }
                 }
                 Arc::new(CodeLocation {

@@ -7,7 +7,6 @@ use clap::Args;
 use spelunk_analysis::agg::Agg;
 use spelunk_analysis::annotate::{annotate, AnnotateInput, AnnotateReport};
 use spelunk_analysis::select::Selector;
-use spelunk_analysis::symbolize::CodeSymbolizer;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +51,11 @@ pub struct AnnotateArgs {
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
 
+    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
+    /// when the recording was made on this machine's running kernel]
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+
     #[command(flatten)]
     pub filter: FilterArgs,
 
@@ -84,7 +88,7 @@ pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     }
 
     // Symbolize the sampled PCs (one batch) and keep the function's.
-    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
     let keys: Vec<(Option<u32>, u64)> = per_pc.keys().copied().collect();
     let mut requests = Vec::new();
     let mut of_request = Vec::new();

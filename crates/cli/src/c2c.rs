@@ -62,6 +62,11 @@ pub struct C2cArgs {
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
 
+    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
+    /// when the recording was made on this machine's running kernel]
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+
     #[command(flatten)]
     pub filter: FilterArgs,
 
@@ -189,7 +194,7 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
 
     // Pass 2: details of those lines.
     let objects = rec.ctx.data_objects(args.symfs.as_ref());
-    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
     scan.finish(&rec, &stats, &objects, &mut symbolizer, args.limit)
 }
 

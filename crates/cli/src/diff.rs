@@ -7,7 +7,6 @@ use clap::{Args, ValueEnum};
 use spelunk_analysis::diff::{diff, DiffReport};
 use spelunk_analysis::model::{RecordingInfo, Report};
 use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
-use spelunk_analysis::symbolize::CodeSymbolizer;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -60,6 +59,11 @@ pub struct DiffArgs {
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
 
+    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
+    /// when the recording was made on this machine's running kernel]
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+
     #[command(flatten)]
     pub filter: FilterArgs,
 
@@ -71,7 +75,7 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     let rec = Recording::open(path, &args.interp)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let objects = rec.ctx.data_objects(args.symfs.as_ref());
-    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
     let limits = ReportLimits {
         hotspot_rows: usize::MAX,
         object_rows: usize::MAX,

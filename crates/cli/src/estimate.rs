@@ -10,7 +10,6 @@ use spelunk_analysis::estimate::{
     IntervalDerivation, PcSpan, TimerInfo,
 };
 use spelunk_analysis::select::Selector;
-use spelunk_analysis::symbolize::CodeSymbolizer;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -94,6 +93,11 @@ pub struct EstimateArgs {
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
 
+    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
+    /// when the recording was made on this machine's running kernel]
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+
     #[command(flatten)]
     pub filter: FilterArgs,
 
@@ -159,7 +163,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         );
     }
 
-    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
     if let Some(name) = &args.symbol {
         let keys = per_pc.keys().filter_map(|(pid, pc)| pc.map(|p| (*pid, p)));
         let keep: HashSet<(Option<u32>, u64)> = rec.pcs_in_function(&mut symbolizer, keys, name);

@@ -6,6 +6,7 @@
 use anyhow::{bail, Context};
 use clap::Args;
 use spelunk_analysis::context::RecordingContext;
+use spelunk_analysis::kallsyms::KernelSymbols;
 use spelunk_analysis::model::Losses;
 use spelunk_analysis::profile::{EventClass, Filter, PhaseFilter};
 use spelunk_analysis::symbolize::CodeSymbolizer;
@@ -13,7 +14,8 @@ use spelunk_decode::{plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan,
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::{DecodeStats, Interpretation, SpeSample};
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::common::CpuArgs;
 
@@ -193,6 +195,41 @@ impl Recording {
             lost_records: c.lost_records,
             problems: c.problems.clone(),
         }
+    }
+
+    /// The code symbolizer for this recording: binaries under `symfs`, kernel PCs named from
+    /// `kallsyms` when given, else from this machine's /proc/kallsyms when the recording was
+    /// made on this machine's running kernel (same hostname and kernel release in the header)
+    /// and the file shows addresses; otherwise kernel PCs stay `[kernel.kallsyms]`.
+    pub fn symbolizer(
+        &self,
+        symfs: Option<PathBuf>,
+        kallsyms: Option<&Path>,
+    ) -> anyhow::Result<CodeSymbolizer> {
+        let sym = CodeSymbolizer::new(symfs);
+        if let Some(path) = kallsyms {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--kallsyms {}", path.display()))?;
+            let k = KernelSymbols::parse(&text)
+                .with_context(|| format!("--kallsyms {}", path.display()))?;
+            return Ok(sym.with_kernel_symbols(Arc::new(k)));
+        }
+        let f = &self.file.features;
+        let here = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let same_kernel = f.hostname.is_some()
+            && f.hostname == here("/proc/sys/kernel/hostname")
+            && f.os_release.is_some()
+            && f.os_release == here("/proc/sys/kernel/osrelease");
+        if same_kernel {
+            if let Some(k) = here("/proc/kallsyms").and_then(|t| KernelSymbols::parse(&t).ok()) {
+                return Ok(sym.with_kernel_symbols(Arc::new(k)));
+            }
+        }
+        Ok(sym)
     }
 
     /// The (pid, PC) pairs of `pcs` that symbolize to a function named `name`.

@@ -5,7 +5,6 @@ use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_analysis::model::{RecordingInfo, Report};
 use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
-use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
@@ -103,6 +102,11 @@ pub struct ReportArgs {
     #[arg(long, value_name = "DIR")]
     pub symfs: Option<PathBuf>,
 
+    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
+    /// when the recording was made on this machine's running kernel]
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+
     #[command(flatten)]
     pub interp: CpuArgs,
 }
@@ -123,7 +127,7 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     }
     let rec = Recording::open(&args.file, &args.interp)?;
     let objects = rec.ctx.data_objects(args.symfs.as_ref());
-    let mut symbolizer = CodeSymbolizer::new(args.symfs.clone());
+    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
     // Tables keep --limit rows (after sorting); a page keeps at least 50, as it sorts them
     // itself (and the JSON printed with it is the page's).
     let rows = if args.html.is_some() {
