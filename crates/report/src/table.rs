@@ -564,6 +564,10 @@ impl Columns {
     }
 }
 
+/// Tests set this to write integer statistics columns with parquet's generic writer, to compare.
+static GENERIC_STATISTICS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 /// Buffers kept for reuse per table.
 const RECYCLED_BUFFERS: usize = 2;
 
@@ -751,9 +755,11 @@ fn encode(
     for (c, ((def, &(store, i)), descr)) in spec.defs.iter().zip(&spec.map).zip(descrs).enumerate()
     {
         if spec.direct.get(c).copied().unwrap_or(false) {
+            let stats = props.statistics_enabled(descr.path()) != EnabledStatistics::None;
             let chunk = direct::column_chunk(
                 descr,
                 spec.compression,
+                stats,
                 def.nullable,
                 rows,
                 store_values(b, store, i, dict),
@@ -953,11 +959,16 @@ impl TableWriter {
                     }
                 }
                 let props = Arc::new(props.build());
+                // Integer columns with statistics are encoded directly too (min/max, null
+                // count, column index); booleans and text with statistics use parquet's writer.
                 let direct = columns
                     .iter()
                     .map(|c| {
-                        props.statistics_enabled(&ColumnPath::from(c.name))
-                            == EnabledStatistics::None
+                        let stats = props.statistics_enabled(&ColumnPath::from(c.name))
+                            != EnabledStatistics::None;
+                        !stats
+                            || (matches!(Store::of(c.kind), Store::I64 | Store::I32)
+                                && !GENERIC_STATISTICS.load(std::sync::atomic::Ordering::Relaxed))
                     })
                     .collect();
                 let descr = SchemaDescriptor::new(schema.clone());
@@ -1213,16 +1224,22 @@ fn write_csv_rows(
 mod direct {
     use super::TableCompression;
     use bytes::Bytes;
-    use parquet::basic::{Compression, Encoding, PageType};
+    use parquet::basic::{BoundaryOrder, Compression, Encoding, PageType, SortOrder};
     use parquet::column::page::{CompressedPage, Page, PageWriter};
     use parquet::column::writer::ColumnCloseResult;
     use parquet::data_type::ByteArray;
     use parquet::errors::ParquetError;
-    use parquet::file::metadata::{ColumnChunkMetaData, OffsetIndexBuilder, PageEncodingStats};
+    use parquet::file::metadata::{
+        ColumnChunkMetaData, ColumnIndexBuilder, LevelHistogram, OffsetIndexBuilder,
+        PageEncodingStats,
+    };
+    use parquet::file::page_index::column_index::ColumnIndexMetaData;
+    use parquet::file::statistics::{Statistics, ValueStatistics};
     use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
     use parquet::schema::types::ColumnDescPtr;
 
     /// A column's values: one per row, with a validity byte per row (nulls hold a default).
+    #[derive(Clone, Copy)]
     pub enum Values<'a> {
         I64(&'a [i64], &'a [u8]),
         I32(&'a [i32], &'a [u8]),
@@ -1368,10 +1385,174 @@ mod direct {
         }
     }
 
-    /// Encodes one column chunk (see the module comment).
+    /// Rows per data page: parquet's writer closes a page once it holds 20,000 rows, checked
+    /// every 1,024 values, so its pages hold 20,480 rows; the same layout keeps the page index
+    /// (per-page min/max of the statistics columns) as fine-grained as before.
+    pub const PAGE_ROWS: usize = 20 * 1024;
+
+    /// Integer values with statistics: an order key (per the column's sort order) and PLAIN bytes.
+    trait Int: Copy {
+        fn key(self, unsigned: bool) -> i128;
+        fn plain(self) -> Vec<u8>;
+        fn statistics(min: Self, max: Self, nulls: usize, signed: bool) -> Statistics;
+        fn no_statistics(nulls: usize) -> Statistics;
+    }
+
+    macro_rules! int {
+        ($t:ty, $u:ty, $variant:ident) => {
+            impl Int for $t {
+                #[inline]
+                fn key(self, unsigned: bool) -> i128 {
+                    if unsigned {
+                        i128::from(self as $u)
+                    } else {
+                        i128::from(self)
+                    }
+                }
+                fn plain(self) -> Vec<u8> {
+                    self.to_le_bytes().to_vec()
+                }
+                fn statistics(min: Self, max: Self, nulls: usize, signed: bool) -> Statistics {
+                    Statistics::$variant(
+                        ValueStatistics::new(Some(min), Some(max), None, Some(nulls as u64), false)
+                            .with_backwards_compatible_min_max(signed),
+                    )
+                }
+                fn no_statistics(nulls: usize) -> Statistics {
+                    Statistics::$variant(ValueStatistics::new(
+                        None,
+                        None,
+                        None,
+                        Some(nulls as u64),
+                        false,
+                    ))
+                }
+            }
+        };
+    }
+    int!(i64, u64, Int64);
+    int!(i32, u32, Int32);
+
+    /// Min and max (by key) of the present values, None when all are null.
+    fn page_min_max<T: Int>(vals: &[T], valid: &[u8], all: bool, unsigned: bool) -> Option<(T, T)> {
+        let mut it = vals
+            .iter()
+            .zip(valid)
+            .filter(|(_, ok)| all || **ok == 1)
+            .map(|(v, _)| *v);
+        let first = it.next()?;
+        let (mut lo, mut hi) = ((first.key(unsigned), first), (first.key(unsigned), first));
+        for v in it {
+            let k = v.key(unsigned);
+            if k < lo.0 {
+                lo = (k, v);
+            }
+            if k > hi.0 {
+                hi = (k, v);
+            }
+        }
+        Some((lo.1, hi.1))
+    }
+
+    /// Statistics of a chunk, page by page, as parquet's writer keeps them.
+    struct Stats<T> {
+        unsigned: bool,
+        index: ColumnIndexBuilder,
+        min: Option<T>,
+        max: Option<T>,
+        nulls: usize,
+        histogram: Option<Vec<i64>>,
+        last: Option<(T, T)>,
+        ascending: bool,
+        descending: bool,
+    }
+
+    impl<T: Int> Stats<T> {
+        fn new(descr: &ColumnDescPtr) -> Self {
+            Stats {
+                unsigned: descr.sort_order() == SortOrder::UNSIGNED,
+                index: ColumnIndexBuilder::new(descr.physical_type()),
+                min: None,
+                max: None,
+                nulls: 0,
+                histogram: (descr.max_def_level() > 0).then(|| vec![0, 0]),
+                last: None,
+                ascending: true,
+                descending: true,
+            }
+        }
+
+        fn page(&mut self, vals: &[T], valid: &[u8], all: bool, nulls: usize) {
+            let u = self.unsigned;
+            let page_histogram = self.histogram.as_mut().map(|h| {
+                h[0] += nulls as i64;
+                h[1] += (valid.len() - nulls) as i64;
+                LevelHistogram::from(vec![nulls as i64, (valid.len() - nulls) as i64])
+            });
+            self.nulls += nulls;
+            match page_min_max(vals, valid, all, u) {
+                None => self
+                    .index
+                    .append(true, Vec::new(), Vec::new(), nulls as i64),
+                Some((lo, hi)) => {
+                    if let Some((a, b)) = self.last {
+                        if a.key(u) > lo.key(u) || b.key(u) > hi.key(u) {
+                            self.ascending = false;
+                        }
+                        if lo.key(u) > a.key(u) || hi.key(u) > b.key(u) {
+                            self.descending = false;
+                        }
+                    }
+                    self.last = Some((lo, hi));
+                    self.index
+                        .append(false, lo.plain(), hi.plain(), nulls as i64);
+                    if self.min.is_none_or(|m| lo.key(u) < m.key(u)) {
+                        self.min = Some(lo);
+                    }
+                    if self.max.is_none_or(|m| hi.key(u) > m.key(u)) {
+                        self.max = Some(hi);
+                    }
+                }
+            }
+            self.index.append_histograms(&None, &page_histogram);
+        }
+
+        fn finish(
+            mut self,
+            builder: parquet::file::metadata::ColumnChunkMetaDataBuilder,
+        ) -> Result<
+            (
+                parquet::file::metadata::ColumnChunkMetaDataBuilder,
+                ColumnIndexMetaData,
+            ),
+            ParquetError,
+        > {
+            self.index
+                .set_boundary_order(match (self.ascending, self.descending) {
+                    (true, _) => BoundaryOrder::ASCENDING,
+                    (false, true) => BoundaryOrder::DESCENDING,
+                    (false, false) => BoundaryOrder::UNORDERED,
+                });
+            let statistics = match (self.min, self.max) {
+                (Some(lo), Some(hi)) => T::statistics(lo, hi, self.nulls, !self.unsigned),
+                _ => T::no_statistics(self.nulls),
+            };
+            let builder = builder
+                .set_statistics(statistics)
+                .set_unencoded_byte_array_data_bytes(None)
+                .set_repetition_level_histogram(None)
+                .set_definition_level_histogram(self.histogram.map(LevelHistogram::from));
+            Ok((builder, self.index.build()?))
+        }
+    }
+
+    /// Encodes one column chunk (see the module comment); `stats` adds min/max statistics and
+    /// a column index (integer columns only).
+    #[allow(clippy::too_many_arguments)]
     pub fn column_chunk(
         descr: &ColumnDescPtr,
         codec: TableCompression,
+        stats: bool,
         nullable: bool,
         rows: usize,
         values: Values<'_>,
@@ -1388,93 +1569,12 @@ mod direct {
             )));
         }
         // Validity bytes are 0 or 1: all present when there is no 0 (a memchr).
-        let all = !valid.contains(&0);
-        if !nullable && !all {
+        if !nullable && valid.contains(&0) {
             return Err(ParquetError::General(format!(
                 "a null in required column {} (bug)",
                 descr.name()
             )));
         }
-        // The data page: definition levels (nullable columns), then the values.
-        s.raw.clear();
-        if nullable {
-            s.levels.clear();
-            if all {
-                // One RLE run of 1s.
-                put_uleb(&mut s.levels, (rows as u64) << 1);
-                s.levels.push(1);
-            } else {
-                hybrid(valid, 1, &mut s.levels);
-            }
-            s.raw
-                .extend_from_slice(&(s.levels.len() as u32).to_le_bytes());
-            s.raw.extend_from_slice(&s.levels);
-        }
-        let mut dictionary = None;
-        let encoding = match values {
-            Values::I64(vals, _) => {
-                plain(vals, valid, all, i64::to_le_bytes, &mut s.raw);
-                Encoding::PLAIN
-            }
-            Values::I32(vals, _) => {
-                plain(vals, valid, all, i32::to_le_bytes, &mut s.raw);
-                Encoding::PLAIN
-            }
-            Values::Bool(vals, _) => {
-                // Bit-packed, LSB first.
-                let mut byte = 0u8;
-                let mut n = 0u32;
-                for (v, ok) in vals.iter().zip(valid) {
-                    if *ok == 1 {
-                        byte |= u8::from(*v) << n;
-                        n += 1;
-                        if n == 8 {
-                            s.raw.push(byte);
-                            byte = 0;
-                            n = 0;
-                        }
-                    }
-                }
-                if n > 0 {
-                    s.raw.push(byte);
-                }
-                Encoding::PLAIN
-            }
-            Values::Text(ids, _, dict) => {
-                // This chunk's dictionary: the values its rows use, in first-use order.
-                s.local.clear();
-                s.local.resize(dict.len(), 0);
-                s.indices.clear();
-                s.packed.clear();
-                let mut entries = 0u32;
-                for (id, ok) in ids.iter().zip(valid) {
-                    if *ok != 1 {
-                        continue;
-                    }
-                    let slot = s.local.get_mut(*id as usize).ok_or_else(|| {
-                        ParquetError::General(format!(
-                            "column {}: a text id without a value (bug)",
-                            descr.name()
-                        ))
-                    })?;
-                    if *slot == 0 {
-                        entries += 1;
-                        *slot = entries;
-                        let v = dict[*id as usize].data();
-                        s.packed.extend_from_slice(&(v.len() as u32).to_le_bytes());
-                        s.packed.extend_from_slice(v);
-                    }
-                    s.indices.push(*slot - 1);
-                }
-                // Bits per index: enough for the largest (0 for a single entry).
-                let bw = (32 - entries.saturating_sub(1).leading_zeros()) as u8;
-                s.raw.push(bw);
-                hybrid(&s.indices, bw, &mut s.raw);
-                dictionary = Some(entries);
-                Encoding::RLE_DICTIONARY
-            }
-        };
-
         let compression = match codec {
             TableCompression::None => Compression::UNCOMPRESSED,
             TableCompression::Snappy => Compression::SNAPPY,
@@ -1485,9 +1585,39 @@ mod direct {
         let mut total_compressed = 0i64;
         let mut total_uncompressed = 0i64;
         let mut dict_offset = None;
-        let mut stats = Vec::new();
+        let mut encoding_stats = Vec::new();
         let mut encodings = vec![Encoding::PLAIN, Encoding::RLE];
-        if let Some(entries) = dictionary {
+
+        // Text: this chunk's dictionary (the values its rows use, in first-use order) and the
+        // index of every present value; written as the dictionary page.
+        let mut bw = 0u8;
+        if let Values::Text(ids, _, dict) = values {
+            s.local.clear();
+            s.local.resize(dict.len(), 0);
+            s.indices.clear();
+            s.packed.clear();
+            let mut entries = 0u32;
+            for (id, ok) in ids.iter().zip(valid) {
+                if *ok != 1 {
+                    continue;
+                }
+                let slot = s.local.get_mut(*id as usize).ok_or_else(|| {
+                    ParquetError::General(format!(
+                        "column {}: a text id without a value (bug)",
+                        descr.name()
+                    ))
+                })?;
+                if *slot == 0 {
+                    entries += 1;
+                    *slot = entries;
+                    let v = dict[*id as usize].data();
+                    s.packed.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                    s.packed.extend_from_slice(v);
+                }
+                s.indices.push(*slot - 1);
+            }
+            // Bits per index: enough for the largest (0 for a single entry), as parquet does.
+            bw = (32 - entries.saturating_sub(1).leading_zeros()) as u8;
             let page = Page::DictionaryPage {
                 buf: compress(codec, &s.packed)?,
                 num_values: entries,
@@ -1498,41 +1628,139 @@ mod direct {
             total_compressed += spec.compressed_size as i64;
             total_uncompressed += spec.uncompressed_size as i64;
             dict_offset = Some(spec.offset as i64);
-            stats.push(PageEncodingStats {
+            encoding_stats.push(PageEncodingStats {
                 page_type: PageType::DICTIONARY_PAGE,
                 encoding: Encoding::PLAIN,
                 count: 1,
             });
             encodings.push(Encoding::RLE_DICTIONARY);
         }
-        let page = Page::DataPage {
-            buf: compress(codec, &s.raw)?,
-            num_values: rows as u32,
-            encoding,
-            def_level_encoding: Encoding::RLE,
-            rep_level_encoding: Encoding::RLE,
-            statistics: None,
+        let encoding = match values {
+            Values::Text(..) => Encoding::RLE_DICTIONARY,
+            _ => Encoding::PLAIN,
         };
-        let spec = pages.write_page(CompressedPage::new(page, s.raw.len()))?;
+        let mut stats64 =
+            (stats && matches!(values, Values::I64(..))).then(|| Stats::<i64>::new(descr));
+        let mut stats32 =
+            (stats && matches!(values, Values::I32(..))).then(|| Stats::<i32>::new(descr));
+        if stats && stats64.is_none() && stats32.is_none() {
+            return Err(ParquetError::General(format!(
+                "column {}: direct statistics for integers only (bug)",
+                descr.name()
+            )));
+        }
+
+        let mut offsets = OffsetIndexBuilder::new();
+        let mut first_data_page = None;
+        let mut data_pages = 0;
+        let mut present_before = 0usize;
+        let mut lo = 0usize;
+        while lo < rows {
+            let hi = (lo + PAGE_ROWS).min(rows);
+            let pvalid = &valid[lo..hi];
+            let all = !pvalid.contains(&0);
+            let nulls = if all {
+                0
+            } else {
+                pvalid.iter().filter(|v| **v == 0).count()
+            };
+            // The data page: definition levels (nullable columns), then the values.
+            s.raw.clear();
+            if nullable {
+                s.levels.clear();
+                if all {
+                    // One RLE run of 1s.
+                    put_uleb(&mut s.levels, ((hi - lo) as u64) << 1);
+                    s.levels.push(1);
+                } else {
+                    hybrid(pvalid, 1, &mut s.levels);
+                }
+                s.raw
+                    .extend_from_slice(&(s.levels.len() as u32).to_le_bytes());
+                s.raw.extend_from_slice(&s.levels);
+            }
+            match values {
+                Values::I64(vals, _) => {
+                    plain(&vals[lo..hi], pvalid, all, i64::to_le_bytes, &mut s.raw);
+                    if let Some(st) = &mut stats64 {
+                        st.page(&vals[lo..hi], pvalid, all, nulls);
+                    }
+                }
+                Values::I32(vals, _) => {
+                    plain(&vals[lo..hi], pvalid, all, i32::to_le_bytes, &mut s.raw);
+                    if let Some(st) = &mut stats32 {
+                        st.page(&vals[lo..hi], pvalid, all, nulls);
+                    }
+                }
+                Values::Bool(vals, _) => {
+                    // Bit-packed, LSB first.
+                    let mut byte = 0u8;
+                    let mut n = 0u32;
+                    for (v, ok) in vals[lo..hi].iter().zip(pvalid) {
+                        if *ok == 1 {
+                            byte |= u8::from(*v) << n;
+                            n += 1;
+                            if n == 8 {
+                                s.raw.push(byte);
+                                byte = 0;
+                                n = 0;
+                            }
+                        }
+                    }
+                    if n > 0 {
+                        s.raw.push(byte);
+                    }
+                }
+                Values::Text(..) => {
+                    let present = hi - lo - nulls;
+                    s.raw.push(bw);
+                    let idx = s.indices.get(present_before..present_before + present);
+                    hybrid(idx.unwrap_or(&[]), bw, &mut s.raw);
+                    present_before += present;
+                }
+            }
+            let page = Page::DataPage {
+                buf: compress(codec, &s.raw)?,
+                num_values: (hi - lo) as u32,
+                encoding,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+                statistics: None,
+            };
+            let spec = pages.write_page(CompressedPage::new(page, s.raw.len()))?;
+            total_compressed += spec.compressed_size as i64;
+            total_uncompressed += spec.uncompressed_size as i64;
+            first_data_page.get_or_insert(spec.offset as i64);
+            offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
+            offsets.append_row_count((hi - lo) as i64);
+            data_pages += 1;
+            lo = hi;
+        }
         pages.close()?;
-        total_compressed += spec.compressed_size as i64;
-        total_uncompressed += spec.uncompressed_size as i64;
-        stats.push(PageEncodingStats {
+        encoding_stats.push(PageEncodingStats {
             page_type: PageType::DATA_PAGE,
             encoding,
-            count: 1,
+            count: data_pages,
         });
-        let mut offsets = OffsetIndexBuilder::new();
-        offsets.append_offset_and_size(spec.offset as i64, spec.compressed_size as i32);
-        offsets.append_row_count(rows as i64);
-        let metadata = ColumnChunkMetaData::builder(descr.clone())
+        let mut builder = ColumnChunkMetaData::builder(descr.clone());
+        let mut column_index = None;
+        if let Some(st) = stats64 {
+            let (b, index) = st.finish(builder)?;
+            builder = b;
+            column_index = Some(index);
+        } else if let Some(st) = stats32 {
+            let (b, index) = st.finish(builder)?;
+            builder = b;
+            column_index = Some(index);
+        }
+        let metadata = builder
             .set_compression(compression)
             .set_encodings(encodings)
-            .set_page_encoding_stats(stats)
+            .set_page_encoding_stats(encoding_stats)
             .set_total_compressed_size(total_compressed)
             .set_total_uncompressed_size(total_uncompressed)
             .set_num_values(rows as i64)
-            .set_data_page_offset(spec.offset as i64)
+            .set_data_page_offset(first_data_page.unwrap_or(0))
             .set_dictionary_page_offset(dict_offset)
             .build()?;
         let bytes_written = sink.bytes_written() as u64;
@@ -1544,7 +1772,7 @@ mod direct {
                 rows_written: rows as u64,
                 metadata,
                 bloom_filter: None,
-                column_index: None,
+                column_index,
                 offset_index: Some(offsets.build()),
             },
         ))
@@ -1565,6 +1793,7 @@ mod tests {
         ColumnDef::new("e", ColumnKind::Text, false),
         ColumnDef::new("f", ColumnKind::U16, true),
         ColumnDef::new("g", ColumnKind::U8, true),
+        ColumnDef::new("h", ColumnKind::U32, true),
     ];
 
     /// Expected cells of row `i`: null patterns with long runs, short alternations and
@@ -1586,6 +1815,8 @@ mod tests {
             Cell::Text(Some(ByteArray::from("same"))),
             Cell::U16((!present).then_some(i as u16)),
             Cell::U8((i % 1000 < 990).then_some((h % 3) as u8)),
+            // Null for the whole second row group (a null page).
+            Cell::U32((i < ROW_GROUP_ROWS as u64).then_some(u32::MAX - (h as u32))),
         ]
     }
 
@@ -1636,6 +1867,64 @@ mod tests {
             i += 1;
         }
         assert_eq!(i, n);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn write(path: &Path, statistics_for: &'static [&'static str]) {
+        let options = TableOptions {
+            compression: TableCompression::Lz4,
+            statistics_for,
+        };
+        let mut w = TableWriter::create(path, "t", COLUMNS, TableFormat::Parquet, options).unwrap();
+        for i in 0..ROW_GROUP_ROWS as u64 + 4321 {
+            w.push(&row(i)).unwrap();
+        }
+        w.finish().unwrap();
+    }
+
+    #[test]
+    fn direct_statistics_match_parquets_writer() {
+        use parquet::file::serialized_reader::ReadOptionsBuilder;
+        let dir = std::env::temp_dir().join(format!("spelunk-stats-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        const STATS: &[&str] = &["a", "b", "f", "g", "h"];
+        let (direct, generic) = (dir.join("direct.parquet"), dir.join("generic.parquet"));
+        write(&direct, STATS);
+        GENERIC_STATISTICS.store(true, std::sync::atomic::Ordering::Relaxed);
+        write(&generic, STATS);
+        GENERIC_STATISTICS.store(false, std::sync::atomic::Ordering::Relaxed);
+        let open = |p: &Path| {
+            let opts = ReadOptionsBuilder::new().with_page_index().build();
+            SerializedFileReader::new_with_options(File::open(p).unwrap(), opts).unwrap()
+        };
+        let (d, g) = (open(&direct), open(&generic));
+        let (dm, gm) = (d.metadata(), g.metadata());
+        assert_eq!(dm.num_row_groups(), 2);
+        for r in 0..dm.num_row_groups() {
+            for c in 0..COLUMNS.len() {
+                let (x, y) = (dm.row_group(r).column(c), gm.row_group(r).column(c));
+                let what = format!("row group {r} column {}", COLUMNS[c].name);
+                assert_eq!(x.statistics(), y.statistics(), "{what}");
+                assert_eq!(
+                    x.definition_level_histogram(),
+                    y.definition_level_histogram(),
+                    "{what}"
+                );
+                assert_eq!(x.num_values(), y.num_values(), "{what}");
+                let (xi, yi) = (dm.column_index().unwrap(), gm.column_index().unwrap());
+                assert_eq!(
+                    format!("{:?}", xi[r][c]),
+                    format!("{:?}", yi[r][c]),
+                    "{what}"
+                );
+                let (xo, yo) = (dm.offset_index().unwrap(), gm.offset_index().unwrap());
+                assert_eq!(
+                    xo[r][c].page_locations().len(),
+                    yo[r][c].page_locations().len(),
+                    "{what}"
+                );
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
