@@ -883,6 +883,10 @@ pub const STATISTICS_COLUMNS: &[&str] = &[
     "cpu", "pc", "vaddr", "paddr", "br_tgt", "ts", "time_ns", "pid", "tid", "context",
 ];
 
+/// Columns written with DELTA_BINARY_PACKED: the timestamps, which grow with every row of the
+/// time-ordered tables (a byte or two per row instead of eight; see docs/decode.md).
+pub const DELTA_COLUMNS: &[&str] = &["ts", "time_ns"];
+
 impl SpeTableWriter {
     /// The three file paths for `prefix` and `format`.
     pub fn paths(prefix: &Path, format: TableFormat) -> [PathBuf; 3] {
@@ -908,6 +912,7 @@ impl SpeTableWriter {
         let options = TableOptions {
             compression,
             statistics_for: STATISTICS_COLUMNS,
+            delta_for: DELTA_COLUMNS,
         };
         let mut tables = Vec::new();
         for (path, name, columns) in [

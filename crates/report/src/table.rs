@@ -87,6 +87,10 @@ pub struct TableOptions {
     /// them costs a comparison per value, so only columns people filter on get them). Empty:
     /// every column.
     pub statistics_for: &'static [&'static str],
+    /// 64-bit columns written with DELTA_BINARY_PACKED instead of PLAIN: for values that grow
+    /// slowly from row to row (timestamps of time-ordered rows), whose deltas take a byte or two
+    /// where PLAIN takes eight, so pages shrink and compress faster.
+    pub delta_for: &'static [&'static str],
 }
 
 /// Output format of a table.
@@ -536,6 +540,8 @@ struct TableSpec {
     /// Parquet only, per column: encoded by [`direct`] (no statistics wanted) rather than by
     /// parquet's generic column writer.
     direct: Vec<bool>,
+    /// Parquet only, per column: DELTA_BINARY_PACKED (see [`TableOptions::delta_for`]).
+    delta: Vec<bool>,
     compression: TableCompression,
     /// Buffers the encoders return for reuse (no page faults on fresh allocations).
     recycle: Mutex<Vec<Buffers>>,
@@ -760,6 +766,7 @@ fn encode(
                 descr,
                 spec.compression,
                 stats,
+                spec.delta.get(c).copied().unwrap_or(false),
                 def.nullable,
                 rows,
                 store_values(b, store, i, dict),
@@ -928,6 +935,10 @@ impl TableWriter {
             source,
         };
         let file = BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_err)?);
+        let delta = columns
+            .iter()
+            .map(|c| c.kind == ColumnKind::U64 && options.delta_for.contains(&c.name))
+            .collect();
         let (sink, parquet, direct) = match format {
             TableFormat::Parquet => {
                 let pq_err = |source| TableError::Parquet {
@@ -995,6 +1006,7 @@ impl TableWriter {
             map: table.map.clone(),
             parquet,
             direct,
+            delta,
             compression: options.compression,
             recycle: Mutex::new(Vec::new()),
         });
@@ -1255,6 +1267,8 @@ mod direct {
         levels: Vec<u8>,
         /// Text id -> dictionary index + 1 (0: not in this chunk's dictionary yet).
         local: Vec<u32>,
+        /// A page's present values (delta encoding).
+        dense: Vec<i64>,
         indices: Vec<u32>,
     }
 
@@ -1329,6 +1343,66 @@ mod direct {
                     nbits -= 8;
                 }
             }
+        }
+    }
+
+    fn put_zigzag(out: &mut Vec<u8>, v: i64) {
+        put_uleb(out, ((v << 1) ^ (v >> 63)) as u64);
+    }
+
+    /// Values per DELTA_BINARY_PACKED block, miniblocks per block (32 values each).
+    const DELTA_BLOCK: usize = 128;
+    const DELTA_MINIBLOCKS: usize = 4;
+
+    /// The DELTA_BINARY_PACKED encoding of `vals` (Parquet format, Encodings.md): a header
+    /// (block size, miniblocks per block, value count, first value), then per block of 128
+    /// deltas the minimum delta and four miniblocks of 32 bit-packed (delta - minimum), each
+    /// with its own bit width. Arithmetic wraps, as readers undo it.
+    pub fn delta_binary_packed(vals: &[i64], out: &mut Vec<u8>) {
+        put_uleb(out, DELTA_BLOCK as u64);
+        put_uleb(out, DELTA_MINIBLOCKS as u64);
+        put_uleb(out, vals.len() as u64);
+        put_zigzag(out, vals.first().copied().unwrap_or(0));
+        let per_mini = DELTA_BLOCK / DELTA_MINIBLOCKS;
+        let mut deltas = [0i64; DELTA_BLOCK];
+        let mut i = 1;
+        while i < vals.len() {
+            let n = (vals.len() - i).min(DELTA_BLOCK);
+            for (k, d) in deltas[..n].iter_mut().enumerate() {
+                *d = vals[i + k].wrapping_sub(vals[i + k - 1]);
+            }
+            let min = deltas[..n].iter().copied().min().unwrap_or(0);
+            put_zigzag(out, min);
+            let widths_at = out.len();
+            out.extend_from_slice(&[0u8; DELTA_MINIBLOCKS]);
+            for m in 0..DELTA_MINIBLOCKS {
+                let start = m * per_mini;
+                if start >= n {
+                    break; // unneeded miniblocks: width 0, no body
+                }
+                let mini = &deltas[start..(start + per_mini).min(n)];
+                let max = mini
+                    .iter()
+                    .map(|d| d.wrapping_sub(min) as u64)
+                    .max()
+                    .unwrap_or(0);
+                let bw = 64 - max.leading_zeros();
+                out[widths_at + m] = bw as u8;
+                // 32 values of `bw` bits, LSB first, padded with zeros: exactly 4 * bw bytes.
+                let mut acc = 0u128;
+                let mut nbits = 0u32;
+                for k in 0..per_mini {
+                    let v = mini.get(k).map_or(0, |d| d.wrapping_sub(min) as u64);
+                    acc |= u128::from(v) << nbits;
+                    nbits += bw;
+                    while nbits >= 8 {
+                        out.push(acc as u8);
+                        acc >>= 8;
+                        nbits -= 8;
+                    }
+                }
+            }
+            i += n;
         }
     }
 
@@ -1553,6 +1627,7 @@ mod direct {
         descr: &ColumnDescPtr,
         codec: TableCompression,
         stats: bool,
+        delta: bool,
         nullable: bool,
         rows: usize,
         values: Values<'_>,
@@ -1635,8 +1710,14 @@ mod direct {
             });
             encodings.push(Encoding::RLE_DICTIONARY);
         }
+        let delta = delta && matches!(values, Values::I64(..));
         let encoding = match values {
             Values::Text(..) => Encoding::RLE_DICTIONARY,
+            Values::I64(..) if delta => {
+                // The chunk's encodings: definition levels and deltas, no PLAIN page.
+                encodings = vec![Encoding::RLE, Encoding::DELTA_BINARY_PACKED];
+                Encoding::DELTA_BINARY_PACKED
+            }
             _ => Encoding::PLAIN,
         };
         let mut stats64 =
@@ -1681,7 +1762,19 @@ mod direct {
             }
             match values {
                 Values::I64(vals, _) => {
-                    plain(&vals[lo..hi], pvalid, all, i64::to_le_bytes, &mut s.raw);
+                    if delta {
+                        s.dense.clear();
+                        s.dense.extend(
+                            vals[lo..hi]
+                                .iter()
+                                .zip(pvalid)
+                                .filter(|(_, ok)| **ok == 1)
+                                .map(|(v, _)| *v),
+                        );
+                        delta_binary_packed(&s.dense, &mut s.raw);
+                    } else {
+                        plain(&vals[lo..hi], pvalid, all, i64::to_le_bytes, &mut s.raw);
+                    }
                     if let Some(st) = &mut stats64 {
                         st.page(&vals[lo..hi], pvalid, all, nulls);
                     }
@@ -1827,8 +1920,9 @@ mod tests {
         let path = dir.join("t.parquet");
         let options = TableOptions {
             compression: TableCompression::Lz4,
-            // Column f goes through parquet's generic writer, the rest are encoded directly.
             statistics_for: &["f"],
+            // Large, unordered deltas (full 64-bit widths) and nulls.
+            delta_for: &["a"],
         };
         let mut w =
             TableWriter::create(&path, "t", COLUMNS, TableFormat::Parquet, options).unwrap();
@@ -1874,6 +1968,7 @@ mod tests {
         let options = TableOptions {
             compression: TableCompression::Lz4,
             statistics_for,
+            delta_for: &["a"],
         };
         let mut w = TableWriter::create(path, "t", COLUMNS, TableFormat::Parquet, options).unwrap();
         for i in 0..ROW_GROUP_ROWS as u64 + 4321 {
