@@ -200,6 +200,7 @@ static Bool trace_enabled;
 #define SL_NSLOTS 40    /* shadowed guest-state words */
 #define SL_NLDSLOTS 88  /* loads per superblock tracked as dependency sources (bits 0-87 of an
                           * SlDeps; bits 88-127 are the SL_NSLOTS guest-state words) */
+#define SL_RDY_ZERO (SL_NLDSLOTS + SL_NSLOTS) /* a source that is always ready */
 
 typedef struct {
    Bool live;
@@ -212,7 +213,7 @@ typedef struct {
    Bool blocked;        /* in a system call that may block */
    /* ready times (tq) of the dependency sources: [0, SL_NLDSLOTS) the loads of the superblock
     * being replayed, then the SL_NSLOTS guest-state words (carried across superblocks) */
-   ULong rdy[SL_NLDSLOTS + SL_NSLOTS];
+   ULong rdy[SL_NLDSLOTS + SL_NSLOTS + 1]; /* + SL_RDY_ZERO, always 0 */
    Bool announced;
    HChar name[16];      /* as the kernel's comm: inherited at creation, set by PR_SET_NAME */
 } SlThread;
@@ -265,6 +266,13 @@ static inline Int off2slot(Int off)
 
 enum { IT_ALU = 1, IT_LOAD, IT_STORE, IT_BCOND, IT_BEND };
 
+/* A dependency set as the replay reads it: n sources (SlThread.rdy indices), the first two
+ * inline (SL_RDY_ZERO or repeated when fewer), more in SlSbDesc.deps[off, off + n). */
+typedef struct {
+   UChar n, s0, s1;
+   UShort off;
+} SlSrc;
+
 typedef struct {
    UChar kind;
    UChar sub;       /* load/store subclass byte, or SlBranchKind for branches */
@@ -274,8 +282,8 @@ typedef struct {
    UShort size;     /* access size; IT_ALU: number of ops */
    UInt alu;        /* IT_ALU: first SlAluOp */
    UShort counts[3]; /* IT_ALU: DP, ASE, VFP ops among them */
-   UShort dep_off;  /* deps as a list: SlSbDesc.deps[dep_off, dep_off + dep_n) */
-   UChar dep_n;
+   SlSrc src;       /* deps as sources, for the replay */
+   UChar obj_hint;  /* loads/stores: the annotated object hit last (a hint, validated) */
    SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
    Addr pc, target, fallthrough;
 } SlItem;
@@ -285,12 +293,13 @@ typedef struct {
    UShort n_insns;
    UShort n_lines;
    UShort wb_first, wb_n;
+   Bool wb_direct;     /* the writebacks are ordered so each can be stored as it is computed
+                        * (none reads a word written before it); else two passes */
 } SlExit;
 
 typedef struct {
    UChar slot;
-   UChar dep_n;     /* deps as a list: SlSbDesc.deps[dep_off, dep_off + dep_n) */
-   UShort dep_off;
+   SlSrc src;
    SlDeps deps;
 } SlWriteback;
 
@@ -322,23 +331,92 @@ static inline ULong deps_ready(SlDeps m, const ULong *rdy)
    return r;
 }
 
-/* The same from the list form. */
-static inline ULong list_ready(const UChar *p, UInt n, const ULong *rdy)
+/* The same from the source form. */
+static inline ULong src_ready(const SlSrc *s, const UChar *pool, const ULong *rdy)
 {
    ULong r, v;
    UInt i;
-   switch (n) {
-   case 0: return 0;
-   case 1: return rdy[p[0]];
-   case 2: r = rdy[p[0]]; v = rdy[p[1]]; return v > r ? v : r;
-   default:
-      r = 0;
-      for (i = 0; i < n; i++) {
-         v = rdy[p[i]];
-         if (v > r) r = v;
-      }
-      return r;
+   if (SL_LIKELY(s->n <= 2)) {
+      r = rdy[s->s0];
+      v = rdy[s->s1];
+      return v > r ? v : r;
    }
+   r = 0;
+   for (i = 0; i < s->n; i++) {
+      v = rdy[pool[s->off + i]];
+      if (v > r) r = v;
+   }
+   return r;
+}
+
+static UInt deps_count(SlDeps m)
+{
+   return (UInt)__builtin_popcountll((ULong)m) + (UInt)__builtin_popcountll((ULong)(m >> 64));
+}
+
+/* The source form of m; members beyond two are appended to d->deps. */
+static SlSrc deps_src(SlSbDesc *d, SlDeps m)
+{
+   SlSrc r;
+   UInt b, k = 0;
+   r.n = (UChar)deps_count(m);
+   r.s0 = r.s1 = SL_RDY_ZERO;
+   r.off = (UShort)d->n_deps;
+   for (; m; m &= m - 1) {
+      b = (ULong)m ? (UInt)__builtin_ctzll((ULong)m) : 64 + (UInt)__builtin_ctzll((ULong)(m >> 64));
+      if (k == 0) r.s0 = r.s1 = (UChar)b;
+      else if (k == 1) r.s1 = (UChar)b;
+      if (r.n > 2) d->deps[d->n_deps++] = (UChar)b;
+      k++;
+   }
+   return r;
+}
+
+/* Orders an exit's writebacks so that every one that reads a guest-state word comes before
+ * the one that overwrites it; marks the exit direct when such an order exists. */
+static void order_writebacks(SlExit *x, SlWriteback *wb)
+{
+   SlWriteback tmp[SL_NSLOTS];
+   Bool done[SL_NSLOTS];
+   UInt n = x->wb_n, out = 0, i, j;
+   for (i = 0; i < n; i++) done[i] = False;
+   while (out < n) {
+      Bool progress = False;
+      for (i = 0; i < n; i++) {
+         Bool read_by_other = False;
+         if (done[i]) continue;
+         for (j = 0; j < n; j++) {
+            if (j != i && !done[j] && ((wb[j].deps >> (SL_NLDSLOTS + wb[i].slot)) & 1)) {
+               read_by_other = True;
+               break;
+            }
+         }
+         if (read_by_other) continue;
+         tmp[out++] = wb[i];
+         done[i] = True;
+         progress = True;
+      }
+      if (!progress) {
+         x->wb_direct = False; /* a cycle: compute all, then store */
+         return;
+      }
+   }
+   for (i = 0; i < n; i++) wb[i] = tmp[i];
+   x->wb_direct = True;
+}
+
+/* Prepares a descriptor's dependency sets for the replay. */
+static void sb_finalize(SlSbDesc *d)
+{
+   UInt n = 0, j;
+   for (j = 0; j < d->n_exits; j++) order_writebacks(&d->exits[j], &d->wb[d->exits[j].wb_first]);
+   for (j = 0; j < d->n_items; j++) n += deps_count(d->items[j].deps);
+   for (j = 0; j < d->n_wb; j++) n += deps_count(d->wb[j].deps);
+   if (n > 0xffff) VG_(tool_panic)("spelunk: superblock too large (dependencies)");
+   d->deps = VG_(malloc)("spelunk.sbdesc", n + 1);
+   d->n_deps = 0;
+   for (j = 0; j < d->n_items; j++) d->items[j].src = deps_src(d, d->items[j].deps);
+   for (j = 0; j < d->n_wb; j++) d->wb[j].src = deps_src(d, d->wb[j].deps);
 }
 
 static ULong alu_ready(void *ctx, SlDeps deps)
@@ -633,6 +711,8 @@ static ULong max_live_clock(void)
 
 typedef struct {
    Addr start, end;
+   Addr live_len;   /* end - start while registered, 0 once freed: a is in the live object
+                     * iff a - start < live_len */
    ULong loads, stores, load_bytes, store_bytes, l1d_misses;
    HChar name[64];
    Bool freed;
@@ -643,6 +723,25 @@ static SlObject objects[SL_MAX_OBJECTS];
 static UInt n_objects;
 static Addr obj_lo = ~(Addr)0, obj_hi;
 
+static UInt obj_last;        /* the object hit last: searches start there */
+static Bool objects_disjoint; /* no two live objects overlap: an address is in at most one */
+
+static void objects_update_disjoint(void)
+{
+   UInt i, j;
+   objects_disjoint = True;
+   for (i = 0; i < n_objects; i++) {
+      if (objects[i].freed) continue;
+      for (j = i + 1; j < n_objects; j++) {
+         if (objects[j].freed) continue;
+         if (objects[i].start < objects[j].end && objects[j].start < objects[i].end) {
+            objects_disjoint = False;
+            return;
+         }
+      }
+   }
+}
+
 static inline void object_count(SlObject *o, UInt size, Bool store, SlLevel lvl)
 {
    if (store) { o->stores++; o->store_bytes += size; }
@@ -650,36 +749,77 @@ static inline void object_count(SlObject *o, UInt size, Bool store, SlLevel lvl)
    if (lvl != SL_LVL_L1D) o->l1d_misses++;
 }
 
-static void object_account(Addr a, UInt size, Bool store, SlLevel lvl)
+/* Counts an access to the first live object containing a, searching from the object hit last;
+ * returns its index (n_objects when none). */
+static UInt object_account(Addr a, UInt size, Bool store, SlLevel lvl)
 {
-   static UInt last;
    UInt i, k;
    SlObject *o;
-   if (a < obj_lo || a >= obj_hi) return;
-   /* the object hit last first, then the others in order after it */
-   o = &objects[last];
-   if (last < n_objects && !o->freed && a >= o->start && a < o->end) {
+   o = &objects[obj_last];
+   if (a - o->start < o->live_len) {
+      object_count(o, size, store, lvl);
+      return obj_last;
+   }
+   for (k = 1, i = obj_last + 1; k < n_objects; k++, i++) {
+      if (i >= n_objects) i = 0;
+      o = &objects[i];
+      if (a - o->start < o->live_len) {
+         obj_last = i;
+         object_count(o, size, store, lvl);
+         return i;
+      }
+   }
+   return n_objects;
+}
+
+/* The same for a memory op of the replay: when objects are disjoint, an address in the object
+ * this op hit last is in no other. (Objects beyond n_objects have live_len 0.) */
+static SL_ALWAYS_INLINE void object_account_op(SlItem *it, Addr a, UInt size, Bool store,
+                                               SlLevel lvl)
+{
+   UInt h = it->obj_hint;
+   SlObject *o = &objects[h];
+   if (objects_disjoint && a - o->start < o->live_len) {
+      obj_last = h;
       object_count(o, size, store, lvl);
       return;
    }
-   for (k = 1, i = last + 1; k < n_objects; k++, i++) {
-      if (i >= n_objects) i = 0;
-      o = &objects[i];
-      if (!o->freed && a >= o->start && a < o->end) {
-         last = i;
-         object_count(o, size, store, lvl);
-         return;
-      }
-   }
+   if (a < obj_lo || a >= obj_hi) return;
+   h = object_account(a, size, store, lvl);
+   if (h < n_objects) it->obj_hint = (UChar)h;
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* the per-superblock replay                                                                  */
 
+/* One memory op of the replay. */
+static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, ULong *rdy,
+                                        const Bool store)
+{
+   SlMemOp m;
+   SlLevel lvl;
+   ULong C;
+   Addr a = (Addr)sl_evbuf[it->slot];
+   if (a == 0) { /* guarded access not performed: still an op */
+      alu_op(c, 1, NULL, NULL);
+      if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = c->t;
+      return;
+   }
+   m.pc = it->pc;
+   m.va = a;
+   m.size = it->size;
+   m.store = store;
+   m.subclass = it->sub;
+   m.addr_ready = src_ready(&it->src, dl, rdy);
+   C = mem_op(c, &m, &lvl);
+   if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
+   if (n_objects) object_account_op(it, a, it->size, store, lvl);
+}
+
 static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
 {
    const SlExit *x = &d->exits[k];
-   const SlItem *it, *end;
+   SlItem *it, *end;
    const UChar *dl = d->deps;
    SlThread *th = cur;
    SlCore *c = cur_core;
@@ -694,34 +834,18 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          alu_op(c, it->size, &d->alu[it->alu], it->counts);
          break;
       case IT_LOAD:
-      case IT_STORE: {
-         SlMemOp m;
-         SlLevel lvl;
-         ULong C;
-         Addr a = (Addr)sl_evbuf[it->slot];
-         if (a == 0) { /* guarded access not performed: still an op */
-            alu_op(c, 1, NULL, NULL);
-            if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = c->t;
-            break;
-         }
-         m.pc = it->pc;
-         m.va = a;
-         m.size = it->size;
-         m.store = it->kind == IT_STORE;
-         m.subclass = it->sub;
-         m.addr_ready = list_ready(dl + it->dep_off, it->dep_n, rdy);
-         C = mem_op(c, &m, &lvl);
-         if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
-         if (n_objects) object_account(a, it->size, m.store, lvl);
+         replay_mem(c, it, dl, rdy, False);
          break;
-      }
+      case IT_STORE:
+         replay_mem(c, it, dl, rdy, True);
+         break;
       case IT_BCOND:
       case IT_BEND: {
          SlBranch b;
          b.pc = it->pc;
          b.fallthrough = it->fallthrough;
          b.kind = (SlBranchKind)it->sub;
-         b.ready = list_ready(dl + it->dep_off, it->dep_n, rdy);
+         b.ready = src_ready(&it->src, dl, rdy);
          if (it->kind == IT_BCOND) {
             b.taken = ((sl_evbuf[it->slot] & 1) != 0) != (it->inverted != 0);
             b.target = it->target;
@@ -738,12 +862,16 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
    }
    sl_retire_insns(c, x->n_insns);
    if (x->wb_n) {
-      /* new ready times of the guest-state words written, all computed from the old ones */
+      /* new ready times of the guest-state words written, all from the old ones */
       const SlWriteback *wb = &d->wb[x->wb_first];
-      ULong nv[SL_NSLOTS];
       UInt j;
-      for (j = 0; j < x->wb_n; j++) nv[j] = list_ready(dl + wb[j].dep_off, wb[j].dep_n, rdy);
-      for (j = 0; j < x->wb_n; j++) rdy[SL_NLDSLOTS + wb[j].slot] = nv[j];
+      if (x->wb_direct) {
+         for (j = 0; j < x->wb_n; j++) rdy[SL_NLDSLOTS + wb[j].slot] = src_ready(&wb[j].src, dl, rdy);
+      } else {
+         ULong nv[SL_NSLOTS];
+         for (j = 0; j < x->wb_n; j++) nv[j] = src_ready(&wb[j].src, dl, rdy);
+         for (j = 0; j < x->wb_n; j++) rdy[SL_NLDSLOTS + wb[j].slot] = nv[j];
+      }
    }
    if (timeline_tq && c->t >= next_snapshot[c->id]) {
       emit_counters(th, c, SLR_PERIODIC);
@@ -1058,25 +1186,6 @@ static void start_instr(Addr pc, UInt len)
    }
 }
 
-static UInt deps_count(SlDeps m)
-{
-   return (UInt)__builtin_popcountll((ULong)m) + (UInt)__builtin_popcountll((ULong)(m >> 64));
-}
-
-/* Appends the members of m to d->deps; returns their number, *off their position. */
-static UChar deps_list(SlSbDesc *d, SlDeps m, UShort *off)
-{
-   UInt b, n = 0;
-   *off = (UShort)d->n_deps;
-   for (b = 0; b < SL_NLDSLOTS + SL_NSLOTS; b++) {
-      if ((m >> b) & 1) {
-         d->deps[d->n_deps++] = (UChar)b;
-         n++;
-      }
-   }
-   return (UChar)n;
-}
-
 static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGuestLayout *layout,
                            const VexGuestExtents *vge, const VexArchInfo *archinfo_host,
                            IRType gWordTy, IRType hWordTy)
@@ -1340,19 +1449,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
    VG_(memcpy)(d->wb, ins.wb, ins.n_wb * sizeof(SlWriteback));
    d->lines = VG_(malloc)("spelunk.sbdesc", (ins.n_lines + 1) * sizeof(Addr));
    VG_(memcpy)(d->lines, ins.lines, ins.n_lines * sizeof(Addr));
-   {
-      /* dependency masks as lists, for the replay */
-      UInt n = 0, j;
-      for (j = 0; j < ins.n_items; j++) n += deps_count(d->items[j].deps);
-      for (j = 0; j < ins.n_wb; j++) n += deps_count(d->wb[j].deps);
-      if (n > 0xffff) VG_(tool_panic)("spelunk: superblock too large (dependencies)");
-      d->deps = VG_(malloc)("spelunk.sbdesc", n + 1);
-      d->n_deps = 0;
-      for (j = 0; j < ins.n_items; j++)
-         d->items[j].dep_n = deps_list(d, d->items[j].deps, &d->items[j].dep_off);
-      for (j = 0; j < ins.n_wb; j++)
-         d->wb[j].dep_n = deps_list(d, d->wb[j].deps, &d->wb[j].dep_off);
-   }
+   sb_finalize(d);
 
    {
       IRDirty *di = unsafeIRDirty_0_N(
@@ -1428,9 +1525,11 @@ static Bool sl_handle_client_request(ThreadId tid, UWord *arg, UWord *ret)
          VG_(memset)(o, 0, sizeof *o);
          o->start = a;
          o->end = a + sz;
+         o->live_len = o->end > o->start ? o->end - o->start : 0;
          VG_(strncpy)(o->name, name, sizeof o->name - 1);
          if (a < obj_lo) obj_lo = a;
          if (a + sz > obj_hi) obj_hi = a + sz;
+         objects_update_disjoint();
       }
       break;
    }
@@ -1438,7 +1537,11 @@ static Bool sl_handle_client_request(ThreadId tid, UWord *arg, UWord *ret)
       UInt i;
       emit_annotation(SLA_OBJECT_FREE, cur->depth, arg[1], 0, NULL);
       for (i = 0; i < n_objects; i++)
-         if (objects[i].start == arg[1]) objects[i].freed = True;
+         if (objects[i].start == arg[1]) {
+            objects[i].freed = True;
+            objects[i].live_len = 0;
+         }
+      objects_update_disjoint();
       break;
    }
    case SPELUNK_CLREQ_TAG_MAPPING: {

@@ -193,13 +193,14 @@ static void *calloc_aligned(ULong n, ULong size)
    return (void *)(((Addr)p + 63) & ~(Addr)63);
 }
 
-static void cache_init(SlCache *c, UInt size, UInt assoc)
+/* payload: whether lines carry an SlLine (the SLC's do not) */
+static void cache_init(SlCache *c, UInt size, UInt assoc, Bool payload)
 {
    UInt lines = size / SL_LINE;
    c->assoc = assoc;
    c->sets = lines / assoc;
    c->set_mask = c->sets - 1;
-   c->lines = calloc_aligned(lines, sizeof(SlLine));
+   c->lines = payload ? calloc_aligned(lines, sizeof(SlLine)) : NULL;
    c->tags = calloc_aligned(lines, sizeof(Addr));
    c->lru = calloc_aligned(lines, sizeof(ULong));
 }
@@ -288,6 +289,16 @@ static SL_ALWAYS_INLINE Int find_victim_n(const SlCache *c, Addr line, UInt *vic
    return -1;
 }
 
+/* Host-cache prefetch of a set's tags and stamps (no effect on the model). */
+static inline void cache_prefetch_set(const SlCache *c, Addr line)
+{
+   UInt base = (UInt)(line & c->set_mask) * c->assoc, k;
+   for (k = 0; k < c->assoc; k += 8) {
+      SL_PREFETCH(&c->tags[base + k]);
+      SL_PREFETCH(&c->lru[base + k]);
+   }
+}
+
 static inline Int cache_find_victim(const SlCache *c, Addr line, UInt *victim)
 {
    /* the default associativities, unrolled */
@@ -339,7 +350,8 @@ SlSystem *sl_system_new(const SlConfig *cfg, const SlSink *sink)
    s->cfg = *cfg;
    if (sink) s->sink = *sink;
    s->cores = SL_CALLOC(cfg->max_cores, sizeof(SlCore *));
-   cache_init(&s->slc, cfg->slc_size, cfg->slc_assoc);
+   cache_init(&s->slc, cfg->slc_size, cfg->slc_assoc, False);
+   s->slc_state = SL_CALLOC(cfg->slc_size / SL_LINE, 1);
    s->pt_cap = 1 << 12;
    s->pt_vpn = SL_CALLOC(s->pt_cap, sizeof(Addr));
    s->pt_pfn = SL_CALLOC(s->pt_cap, sizeof(Addr));
@@ -374,14 +386,16 @@ SlCore *sl_core(SlSystem *s, UInt id)
    c = SL_CALLOC(1, sizeof(SlCore));
    c->sys = s;
    c->id = id;
-   cache_init(&c->l1d, cfg->l1d_size, cfg->l1d_assoc);
-   cache_init(&c->l1i, cfg->l1i_size, cfg->l1i_assoc);
-   cache_init(&c->l2, cfg->l2_size, cfg->l2_assoc);
+   cache_init(&c->l1d, cfg->l1d_size, cfg->l1d_assoc, True);
+   cache_init(&c->l1i, cfg->l1i_size, cfg->l1i_assoc, True);
+   cache_init(&c->l2, cfg->l2_size, cfg->l2_assoc, True);
    tlb_init(&c->dtlb, cfg->l1dtlb_entries, cfg->l1dtlb_entries);
    tlb_init(&c->itlb, cfg->l1itlb_entries, cfg->l1itlb_entries);
    tlb_init(&c->stlb, cfg->l2tlb_entries, cfg->l2tlb_assoc);
    for (i = 1; i <= cfg->rob_size; i <<= 1) {}
    c->rob_mask = i - 1;
+   c->rob_due = ~0ull;
+   c->rob_size = cfg->rob_size;
    c->rob = SL_CALLOC(i, sizeof(SlRobEnt));
    c->iq = SL_CALLOC(cfg->ls_issue_queue, sizeof(ULong));
    c->mshr = SL_CALLOC(cfg->mshrs, sizeof(ULong));
@@ -542,21 +556,26 @@ static inline UInt lvl_latency(const SlConfig *cfg, SlLevel l)
    }
 }
 
-static void slc_insert(SlSystem *s, Addr line, Bool dirty)
+/* The SLC keeps tags, LRU stamps and a state per line (s->slc_state; its lines carry no
+ * other payload). Allocates a line in way v (from cache_find_victim) with state st. */
+static inline void slc_fill(SlSystem *s, UInt v, Addr line, UChar st)
+{
+   s->slc.tags[v] = line + 1;
+   s->slc.lru[v] = ++s->slc.clock;
+   s->slc_state[v] = st;
+}
+
+/* A dirty line written back to the SLC. */
+static void slc_insert(SlSystem *s, Addr line)
 {
    UInt v = 0;
    Int i = cache_find_victim(&s->slc, line, &v);
-   SlLine *l;
    if (i >= 0) {
       cache_touch(&s->slc, (UInt)i);
-      l = &s->slc.lines[i];
+      s->slc_state[i] = SL_M;
    } else {
-      Addr vt;
-      SlLine vl;
-      l = cache_insert_at(&s->slc, v, line, &vt, &vl);
+      slc_fill(s, v, line, SL_M);
    }
-   if (dirty) l->state = SL_M;
-   else if (l->state == SL_I) l->state = SL_E;
 }
 
 /* Removes a line from a core's private caches (L2 is inclusive of L1D and L1I). */
@@ -598,7 +617,7 @@ static Bool snoop_others(SlCore *c, Addr line, Bool unique, Bool *shared)
          private_invalidate(d, line);
          c->c[SL_T_COHERENCE_INVAL]++;
       } else if (l->state != SL_S) {
-         if (l->state == SL_M) slc_insert(s, line, True); /* the dirty data is written back */
+         if (l->state == SL_M) slc_insert(s, line); /* the dirty data is written back */
          private_set_state(d, line, SL_S);
       }
       d->coherence_events++;
@@ -610,7 +629,7 @@ static Bool snoop_others(SlCore *c, Addr line, Bool unique, Bool *shared)
    if (any && !unique) *shared = True;
    /* a modified copy is always forwarded by its owner; a clean copy only when the SLC does not
     * hold the line (otherwise the SLC serves it) */
-   if (any && !supplied && !cache_peek(&s->slc, line)) supplied = True;
+   if (any && !supplied && cache_find(&s->slc, line) < 0) supplied = True;
    return supplied;
 }
 
@@ -648,6 +667,14 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
       *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
       return SL_LVL_L2;
    }
+   /* host-cache prefetches of what the SLC steps below read (no effect on the model) */
+   if (c->l2.tags[v2] && c->l2.lines[v2].state == SL_M) {
+      UInt h = c->l2.lines[v2].slc_way;
+      SL_PREFETCH(&s->slc.tags[h]);
+      SL_PREFETCH(&s->slc.lru[h]);
+      SL_PREFETCH(&s->slc_state[h]);
+   }
+   cache_prefetch_set(&s->slc, line);
    c->c[SL_C_L2D_CACHE_REFILL]++;
    c->c[SL_C_BUS_ACCESS_RD] += SL_LINE / 32; /* 32-byte beats (assumed bus width) */
    if (s->n_cores_alloc > 1 && snoop_others(c, line, store, &shared)) {
@@ -661,11 +688,9 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
          cache_touch(&s->slc, (UInt)is);
          lvl = SL_LVL_SLC;
       } else {
-         Addr svt;
-         SlLine svl;
          lvl = SL_LVL_DRAM;
          if (count_ll) c->c[SL_C_LL_CACHE_MISS_RD]++;
-         cache_insert_at(&s->slc, vs, line, &svt, &svl)->state = SL_E;
+         slc_fill(s, vs, line, SL_E);
       }
       slc_way = is >= 0 ? (UInt)is : vs;
    }
@@ -689,9 +714,9 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
          if (s->slc.tags[vl.slc_way] == vline + 1) {
             /* still in the SLC way it was filled from (what slc_insert would find) */
             cache_touch(&s->slc, vl.slc_way);
-            s->slc.lines[vl.slc_way].state = SL_M;
+            s->slc_state[vl.slc_way] = SL_M;
          } else {
-            slc_insert(s, vline, True);
+            slc_insert(s, vline);
          }
       }
    }
@@ -829,6 +854,10 @@ static void prefetch_train(SlCore *c, Addr line, ULong t)
       prefetch_line(c, (Addr)st->next, t);
       st->next += st->dir;
    }
+   /* host-cache prefetch of the sets the stream's next line will use (no effect on the
+    * model) */
+   cache_prefetch_set(&c->l2, (Addr)st->next);
+   cache_prefetch_set(&c->sys->slc, (Addr)st->next);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -844,23 +873,29 @@ static inline Bool spe_select(SlCore *c)
 
 /* Applies the ROB constraint for op n: it dispatches no earlier than the retirement of the
  * newest tracked op with index <= n - rob_size. */
-static inline ULong rob_constraint(SlCore *c, ULong n, ULong R)
+/* Retires the oldest entry; returns its retirement time. */
+static inline ULong rob_pop(SlCore *c)
 {
-   ULong cons = 0, h = c->rob_head;
-   while (h != c->rob_tail) {
-      const SlRobEnt *e = &c->rob[h & c->rob_mask];
-      if (e->idx + R > n) break;
-      cons = MAX(cons, e->retire);
-      h++;
+   ULong r = c->rob[c->rob_head & c->rob_mask].retire;
+   c->rob_head++;
+   c->rob_due = c->rob_head != c->rob_tail ? c->rob[c->rob_head & c->rob_mask].due : ~0ull;
+   return r;
+}
+
+static inline ULong rob_constraint(SlCore *c, ULong n)
+{
+   ULong cons = 0;
+   while (c->rob_due <= n) {
+      ULong r = rob_pop(c); /* (not inside MAX: evaluated once) */
+      cons = MAX(cons, r);
    }
-   c->rob_head = h;
    return cons;
 }
 
 /* The oldest tracked op holds back op n. */
-static inline Bool rob_due(const SlCore *c, ULong n, ULong R)
+static inline Bool rob_due(const SlCore *c, ULong n)
 {
-   return c->rob_head != c->rob_tail && c->rob[c->rob_head & c->rob_mask].idx + R <= n;
+   return c->rob_due <= n;
 }
 
 static inline void rob_push(SlCore *c, ULong idx, ULong retire)
@@ -868,8 +903,9 @@ static inline void rob_push(SlCore *c, ULong idx, ULong retire)
    SlRobEnt *e = &c->rob[c->rob_tail & c->rob_mask];
    retire = MAX(retire, c->last_retire);
    c->last_retire = retire;
-   e->idx = idx;
+   e->due = idx + c->rob_size;
    e->retire = retire;
+   if (c->rob_head == c->rob_tail) c->rob_due = e->due;
    c->rob_tail++;
 }
 
@@ -918,20 +954,16 @@ static void spe_record(SlCore *c, SlSample *smp, ULong D, ULong C, Bool is_load,
  * after the tracked ops up to i - rob_size retired. */
 static SL_ALWAYS_INLINE void alu_batch(SlCore *c, UInt k)
 {
-   const ULong R = c->sys->cfg.rob_size, dt = c->sys->disp_tq;
-   ULong i = c->pop + 1, last = c->pop + k, t = c->t, h = c->rob_head;
-   while (h != c->rob_tail) {
-      const SlRobEnt *e = &c->rob[h & c->rob_mask];
-      ULong jf = e->idx + R; /* the first op it holds back */
-      if (jf > last) break;
+   const ULong dt = c->sys->disp_tq;
+   ULong i = c->pop + 1, last = c->pop + k, t = c->t;
+   while (c->rob_due <= last) {
+      ULong jf = c->rob_due; /* the first op the oldest entry holds back */
       if (jf > i) {
          t += (jf - i) * dt;
          i = jf;
       }
-      stall_backend(c, &t, e->retire);
-      h++;
+      stall_backend(c, &t, rob_pop(c));
    }
-   c->rob_head = h;
    c->t = t + (last + 1 - i) * dt;
    c->pop = last;
 }
@@ -1084,7 +1116,6 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    const Bool store = m->store;
    const Addr va = m->va;
    const UInt psh = cfg->page_shift, Q = cfg->ls_issue_queue;
-   const ULong R = cfg->rob_size;
    ULong n, D, I, Imem, l1ready, C, ready, retire;
    UInt xlat, ev = SL_EV_RETIRED | SL_EV_TLB_ACCESS, rh, li, pos;
    Bool sel;
@@ -1099,7 +1130,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    c->pop = n;
    sel = SL_UNLIKELY(n == c->next_sample) && spe_select(c);
    D = c->t;
-   if (rob_due(c, n, R)) stall_backend(c, &D, rob_constraint(c, n, R));
+   if (rob_due(c, n)) stall_backend(c, &D, rob_constraint(c, n));
    pos = c->iq_pos;
    stall_backend(c, &D, c->iq[pos]);
    if (store) stall_backend(c, &D, c->stb[c->stb_pos]);
@@ -1201,7 +1232,7 @@ static SL_ALWAYS_INLINE void branch_op(SlCore *c, const SlBranch *b)
    n = ++c->pop;
    sel = SL_UNLIKELY(n == c->next_sample) && spe_select(c);
    D = c->t;
-   if (rob_due(c, n, cfg->rob_size)) stall_backend(c, &D, rob_constraint(c, n, cfg->rob_size));
+   if (rob_due(c, n)) stall_backend(c, &D, rob_constraint(c, n));
    c->t = D + s->disp_tq;
    c->c[SL_C_BR_RETIRED]++;
 

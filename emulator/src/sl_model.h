@@ -181,7 +181,7 @@ typedef struct {
 #define SL_LF_IN_L1I 2u     /* L2: was filled into L1I (only such lines can be in L1I) */
 
 typedef struct {
-   SlLine *lines; /* sets * assoc */
+   SlLine *lines; /* sets * assoc (NULL for the SLC) */
    Addr *tags;    /* physical line address (pa >> 6) + 1 of each way; 0 = invalid */
    ULong *lru;    /* last use of each way (cache clock): true LRU, the smallest valid one in a
                    * set is replaced */
@@ -213,7 +213,8 @@ typedef struct {
 #define SL_NSTREAMS 16
 
 typedef struct {
-   ULong idx, retire;
+   ULong due;    /* the first op it holds back: its index + rob_size */
+   ULong retire; /* its retirement (tq) */
 } SlRobEnt;
 
 typedef struct {
@@ -250,6 +251,8 @@ struct SlCore {
     * power-of-two size above rob_size with free-running head/tail counts (at most rob_size
     * entries are live: op n retires the entries of ops <= n - rob_size) */
    SlRobEnt *rob; ULong rob_head, rob_tail; UInt rob_mask;
+   ULong rob_due;   /* .due of the oldest entry, ~0 when none */
+   ULong rob_size;
    ULong *iq, *mshr, *stb;
    /* branch prediction */
    UChar *pht; UInt ghist; Addr *btb; Addr *ras; UInt ras_top;
@@ -271,6 +274,7 @@ struct SlSystem {
    UInt n_cores_alloc;
    UInt n_active;
    SlCache slc;
+   UChar *slc_state; /* per SLC line: SL_E, or SL_M once dirty data was written back */
    /* page table: vpn -> pfn, open addressing */
    Addr *pt_vpn; Addr *pt_pfn; ULong pt_cap, pt_used, next_pfn;
    ULong disp_tq; /* tq per dispatched op */

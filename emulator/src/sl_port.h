@@ -41,5 +41,6 @@ typedef unsigned char Bool;
 #define SL_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SL_NOINLINE __attribute__((noinline))
 #define SL_ALWAYS_INLINE inline __attribute__((always_inline))
+#define SL_PREFETCH(p) __builtin_prefetch((p), 1, 3) /* host cache only: never changes results */
 
 #endif
