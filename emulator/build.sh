@@ -12,23 +12,28 @@
 # Run a program under it with emulator/spelunk-emu (or VALGRIND_LIB=emulator/build/lib
 # valgrind --tool=spelunk ...). Needs gcc and Valgrind 3.19+ with its tool headers and static
 # libraries (Debian/Ubuntu: apt-get install valgrind). Works on x86-64 and aarch64 hosts.
+#
+# Cross-building (emulator/cross-test-arm64.sh does this): SL_ARCH=amd64|arm64 chooses the
+# guest/host architecture instead of the machine's, SL_BUILD_DIR the output directory, CC the
+# compiler, and VG_INC / VG_LIBDIR / VG_LIBEXEC that architecture's Valgrind files.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-out="$here/build"
+out="${SL_BUILD_DIR:-$here/build}"
 src="$here/src"
 
 if [[ "${1:-}" == "--clean" ]]; then rm -rf "$out"; exit 0; fi
 
-case "$(uname -m)" in
-  x86_64) arch=amd64; defs="-DVGA_amd64=1 -DVGO_linux=1 -DVGP_amd64_linux=1 -DVGPV_amd64_linux_vanilla=1" ;;
+case "${SL_ARCH:-$(uname -m)}" in
+  x86_64|amd64) arch=amd64; defs="-DVGA_amd64=1 -DVGO_linux=1 -DVGP_amd64_linux=1 -DVGPV_amd64_linux_vanilla=1" ;;
   aarch64|arm64) arch=arm64; defs="-DVGA_arm64=1 -DVGO_linux=1 -DVGP_arm64_linux=1 -DVGPV_arm64_linux_vanilla=1" ;;
-  *) echo "spelunk emulator: unsupported host architecture $(uname -m)" >&2; exit 1 ;;
+  *) echo "spelunk emulator: unsupported architecture ${SL_ARCH:-$(uname -m)}" >&2; exit 1 ;;
 esac
 
 VG_INC="${VG_INC:-/usr/include/valgrind}"
 VG_LIBEXEC="${VG_LIBEXEC:-/usr/libexec/valgrind}"
 if [[ -z "${VG_LIBDIR:-}" ]]; then
-  for d in /usr/lib/$(uname -m)-linux-gnu/valgrind /usr/lib/valgrind /usr/lib64/valgrind /usr/libexec/valgrind; do
+  triple=$([[ $arch == arm64 ]] && echo aarch64 || echo x86_64)
+  for d in /usr/lib/$triple-linux-gnu/valgrind /usr/lib/valgrind /usr/lib64/valgrind /usr/libexec/valgrind; do
     if [[ -f "$d/libcoregrind-$arch-linux.a" ]]; then VG_LIBDIR="$d"; break; fi
   done
 fi

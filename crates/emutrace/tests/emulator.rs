@@ -19,8 +19,23 @@ fn root() -> PathBuf {
 }
 
 /// The wrapper and the workloads directory, or None (test skipped) when not built.
+/// SPELUNK_EMU and SPELUNK_WORKLOADS name another wrapper and workloads (emulator/cross-test-arm64.sh
+/// runs these tests on the aarch64 build of the tool and workloads under qemu-aarch64).
 fn setup() -> Option<(PathBuf, PathBuf)> {
     let r = root();
+    if let (Some(emu), Some(wl)) = (
+        std::env::var_os("SPELUNK_EMU"),
+        std::env::var_os("SPELUNK_WORKLOADS"),
+    ) {
+        let (emu, wl) = (PathBuf::from(emu), PathBuf::from(wl));
+        assert!(
+            emu.exists() && wl.join("stream").exists(),
+            "SPELUNK_EMU={} / SPELUNK_WORKLOADS={}: not built",
+            emu.display(),
+            wl.display()
+        );
+        return Some((emu, wl));
+    }
     let emu = r.join("emulator/spelunk-emu");
     let arch = if cfg!(target_arch = "aarch64") {
         "arm64"
@@ -489,9 +504,13 @@ fn program_output_and_exit_status_pass_through() {
         "spelunk-emu-test-{}-sh.emutrace",
         std::process::id()
     ));
+    // SPELUNK_TEST_SH: a shell of the emulated architecture (the arm64 cross test's)
+    let sh = std::env::var_os("SPELUNK_TEST_SH").unwrap_or_else(|| "/bin/sh".into());
     let o = Command::new(emu)
         .arg(format!("--out={}", out.display()))
-        .args(["--", "/bin/sh", "-c", "echo out; echo err >&2; exit 7"])
+        .arg("--")
+        .arg(sh)
+        .args(["-c", "echo out; echo err >&2; exit 7"])
         .output()
         .expect("run");
     assert_eq!(o.status.code(), Some(7));
