@@ -45,7 +45,7 @@ browser:
 	@scripts/ensure-deps.sh browser
 	SPELUNK_BROWSER_TEST=1 SPELUNK_REQUIRE_EMULATOR=1 $(CARGO) test --locked -p spelunk --test html_report html_report_in_headless_chromium -- --nocapture
 
-# Cross-build for aarch64 and run the decoder tests under qemu-aarch64; then the emulator built
+# Cross-build for aarch64 and run the byte-level crates' tests under qemu-aarch64; then the emulator built
 # for arm64 (against Debian's valgrind:arm64) runs its acceptance tests on arm64 workloads, all
 # under qemu-aarch64.
 cross:
