@@ -17,6 +17,7 @@ use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer};
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_spe::synth::Rng;
 use spelunk_spe::{DataSource, Event, Interpretation, SpeSample};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -313,9 +314,9 @@ impl Default for ReportLimits {
 /// Key of an object aggregate: the object's identity (pointer) within the shared table.
 type ObjKey = usize;
 
-/// A memory access kept for the timeline (before objects are numbered).
+/// A memory access offered to the timeline (before objects are numbered).
 #[derive(Clone, Copy, Debug)]
-struct RawPoint {
+pub struct RawPoint {
     time_ns: u64,
     address: u64,
     object: Option<ObjKey>,
@@ -324,94 +325,57 @@ struct RawPoint {
     total_latency: Option<u16>,
 }
 
+/// What the time-ordered part of a profile needs from one sample, once [`ProfileShard::add`]
+/// has aggregated it: its time (the report's first time is that of the first timed sample in
+/// decode order) and, for a selected memory access with an address and a time, the point
+/// offered to the timeline's reservoir (which samples a reservoir keeps depends on their
+/// order). Small, as it is what the time-ordered merge of a parallel decode moves.
+#[derive(Clone, Copy, Debug)]
+pub enum OrderedSample {
+    Untimed,
+    Timed(u64),
+    Point(RawPoint),
+}
+
 /// Source-line aggregates: (function, file, line) -> (a location of it, counts).
 type LineAggs = HashMap<(String, Option<Arc<str>>, Option<u32>), (Arc<CodeLocation>, Agg)>;
 
-/// Accumulates samples (pass 1); see the module docs.
-pub struct ProfileBuilder<'a> {
+/// The order-independent part of a profile: counts, sums, exact latency distributions and
+/// the last time, per PC, object, data source, thread, CPU and phase. Adding a set of samples
+/// to one shard or splitting it across shards merged with [`ProfileShard::merge`] gives the
+/// same figures, so each decode worker can aggregate its own stream (see
+/// [`ProfileBuilder::shard`]). What depends on sample order is [`ProfileBuilder`]'s.
+pub struct ProfileShard<'a> {
     interp: &'a Interpretation,
     objects: &'a DataObjects,
-    filter: Filter,
-    limits: ReportLimits,
+    filter: Arc<Filter>,
+    phases: Arc<PhaseIndex>,
+    /// The recording's first sample time, for `--time-range` (see [`ProfileBuilder::shard`]).
     first_time_ns: Option<u64>,
     last_time_ns: Option<u64>,
     decoded: u64,
+    /// Loads and stores among all decoded samples (for eq. 1 accuracy).
+    memory_decoded: u64,
     totals: Agg,
     per_pc: FastMap<(Option<u32>, u64), Agg>,
     per_object: FastMap<ObjKey, (Arc<DataObject>, Agg)>,
     per_source: Vec<(DataSource, Agg)>,
     per_thread: FastMap<(Option<u32>, Option<u32>), u64>,
     per_cpu: FastMap<Option<u32>, u64>,
-    timeline: Vec<RawPoint>,
-    timeline_population: u64,
-    rng: Rng,
-    phases: Arc<PhaseIndex>,
-    per_phase: HashMap<Arc<str>, Agg>,
-    /// Loads and stores among all decoded samples (for eq. 1 accuracy).
-    memory_decoded: u64,
-    hotspot_sort: HotspotSort,
+    per_phase: FastMap<Arc<str>, Agg>,
 }
 
-impl<'a> ProfileBuilder<'a> {
-    pub fn new(
-        interp: &'a Interpretation,
-        objects: &'a DataObjects,
-        filter: Filter,
-        limits: ReportLimits,
-    ) -> Self {
-        ProfileBuilder {
-            interp,
-            objects,
-            filter,
-            limits,
-            first_time_ns: None,
-            last_time_ns: None,
-            decoded: 0,
-            totals: Agg::default(),
-            per_pc: FastMap::default(),
-            per_object: FastMap::default(),
-            per_source: Vec::new(),
-            per_thread: FastMap::default(),
-            per_cpu: FastMap::default(),
-            timeline: Vec::new(),
-            timeline_population: 0,
-            rng: Rng::new(0x5e1c),
-            phases: Arc::new(PhaseIndex::default()),
-            per_phase: HashMap::new(),
-            memory_decoded: 0,
-            hotspot_sort: HotspotSort::default(),
-        }
-    }
-
-    /// Orders the hotspot tables by `sort` (before they are cut to their row limit).
-    pub fn with_hotspot_sort(mut self, sort: HotspotSort) -> Self {
-        self.hotspot_sort = sort;
-        self
-    }
-
-    /// Attributes samples to the phases open on their thread (see [`crate::phases`]).
-    pub fn with_phases(mut self, phases: Arc<PhaseIndex>) -> Self {
-        self.phases = phases;
-        self
-    }
-
-    fn accepts(
-        &self,
-        s: &SpeSample,
-        kind: OpKind,
-        ds: Option<DataSource>,
-        pc: Option<u64>,
-    ) -> bool {
-        self.filter.accepts(s, kind, ds, pc, self.first_time_ns)
-    }
-
-    /// Adds one decoded sample (samples arrive in time order).
-    pub fn add(&mut self, s: &SpeSample) {
+impl<'a> ProfileShard<'a> {
+    /// Aggregates one decoded sample; returns what the time-ordered part needs of it.
+    pub fn add(&mut self, s: &SpeSample) -> OrderedSample {
         self.decoded += 1;
-        if let Some(t) = s.time_ns {
-            self.first_time_ns.get_or_insert(t);
-            self.last_time_ns = Some(self.last_time_ns.map_or(t, |l| l.max(t)));
-        }
+        let timed = match s.time_ns {
+            Some(t) => {
+                self.last_time_ns = Some(self.last_time_ns.map_or(t, |l| l.max(t)));
+                OrderedSample::Timed(t)
+            }
+            None => OrderedSample::Untimed,
+        };
         let r = &s.record;
         let kind = OpKind::of(r);
         let ds = match kind {
@@ -427,8 +391,8 @@ impl<'a> ProfileBuilder<'a> {
         if matches!(kind, OpKind::Load | OpKind::Store) {
             self.memory_decoded += 1;
         }
-        if !self.accepts(s, kind, ds, pc) {
-            return;
+        if !self.filter.accepts(s, kind, ds, pc, self.first_time_ns) {
+            return timed;
         }
         self.totals.add(r, kind, ds);
         if !self.phases.is_empty() {
@@ -470,32 +434,217 @@ impl<'a> ProfileBuilder<'a> {
                         .add(r, kind, ds);
                 }
                 if let Some(t) = s.time_ns {
-                    // Reservoir sampling (algorithm R): a uniform sample of the population.
-                    self.timeline_population += 1;
-                    let point = RawPoint {
+                    return OrderedSample::Point(RawPoint {
                         time_ns: t,
                         address: va,
                         object: key,
                         store: kind == OpKind::Store,
                         source: ds,
                         total_latency: r.total_latency_cycles,
-                    };
-                    if self.timeline.len() < self.limits.timeline_points {
-                        self.timeline.push(point);
-                    } else {
-                        let j = self.rng.below(self.timeline_population);
-                        if (j as usize) < self.timeline.len() {
-                            self.timeline[j as usize] = point;
-                        }
+                    });
+                }
+            }
+        }
+        timed
+    }
+
+    /// Adds the samples aggregated by `o` (a shard of the same builder) to this shard.
+    pub fn merge(&mut self, o: ProfileShard<'_>) {
+        fn merge_map<K: std::hash::Hash + Eq, V>(
+            into: &mut FastMap<K, V>,
+            from: FastMap<K, V>,
+            merge: impl Fn(&mut V, V),
+        ) {
+            for (k, v) in from {
+                match into.entry(k) {
+                    Entry::Occupied(mut e) => merge(e.get_mut(), v),
+                    Entry::Vacant(e) => {
+                        e.insert(v);
                     }
                 }
             }
+        }
+        self.decoded += o.decoded;
+        self.memory_decoded += o.memory_decoded;
+        self.last_time_ns = self.last_time_ns.max(o.last_time_ns);
+        self.totals.merge(&o.totals);
+        merge_map(&mut self.per_pc, o.per_pc, |a, b| a.merge(&b));
+        merge_map(&mut self.per_object, o.per_object, |a, b| a.1.merge(&b.1));
+        for (d, b) in o.per_source {
+            match self.per_source.iter_mut().find(|(x, _)| *x == d) {
+                Some((_, a)) => a.merge(&b),
+                None => self.per_source.push((d, b)),
+            }
+        }
+        merge_map(&mut self.per_thread, o.per_thread, |a, b| *a += b);
+        merge_map(&mut self.per_cpu, o.per_cpu, |a, b| *a += b);
+        merge_map(&mut self.per_phase, o.per_phase, |a, b| a.merge(&b));
+    }
+}
+
+/// Accumulates samples (pass 1); see the module docs.
+///
+/// Serially, [`ProfileBuilder::add`] takes every sample in time order. In parallel, each
+/// decode worker aggregates its stream into a [`ProfileBuilder::shard`], the time-ordered
+/// merge hands each sample's [`OrderedSample`] to [`ProfileBuilder::add_ordered`], and the
+/// shards are merged in with [`ProfileBuilder::merge`]: the report is the same.
+pub struct ProfileBuilder<'a> {
+    filter: Arc<Filter>,
+    limits: ReportLimits,
+    first_time_ns: Option<u64>,
+    /// The order-independent aggregates (all samples, or the shards merged in).
+    acc: ProfileShard<'a>,
+    timeline: Vec<RawPoint>,
+    timeline_population: u64,
+    rng: Rng,
+    phases: Arc<PhaseIndex>,
+    hotspot_sort: HotspotSort,
+}
+
+impl<'a> ProfileBuilder<'a> {
+    pub fn new(
+        interp: &'a Interpretation,
+        objects: &'a DataObjects,
+        filter: Filter,
+        limits: ReportLimits,
+    ) -> Self {
+        let filter = Arc::new(filter);
+        let phases = Arc::new(PhaseIndex::default());
+        ProfileBuilder {
+            filter: filter.clone(),
+            limits,
+            first_time_ns: None,
+            acc: ProfileShard {
+                interp,
+                objects,
+                filter,
+                phases: phases.clone(),
+                first_time_ns: None,
+                last_time_ns: None,
+                decoded: 0,
+                memory_decoded: 0,
+                totals: Agg::default(),
+                per_pc: FastMap::default(),
+                per_object: FastMap::default(),
+                per_source: Vec::new(),
+                per_thread: FastMap::default(),
+                per_cpu: FastMap::default(),
+                per_phase: FastMap::default(),
+            },
+            timeline: Vec::new(),
+            timeline_population: 0,
+            rng: Rng::new(0x5e1c),
+            phases,
+            hotspot_sort: HotspotSort::default(),
+        }
+    }
+
+    /// Orders the hotspot tables by `sort` (before they are cut to their row limit).
+    pub fn with_hotspot_sort(mut self, sort: HotspotSort) -> Self {
+        self.hotspot_sort = sort;
+        self
+    }
+
+    /// Attributes samples to the phases open on their thread (see [`crate::phases`]).
+    pub fn with_phases(mut self, phases: Arc<PhaseIndex>) -> Self {
+        self.acc.phases = phases.clone();
+        self.phases = phases;
+        self
+    }
+
+    /// Whether the filter needs the recording's first sample time (a time range is relative
+    /// to it): then shards need [`ProfileBuilder::set_first_time`] first.
+    pub fn needs_first_time(&self) -> bool {
+        self.filter.time_range_s.is_some()
+    }
+
+    /// Sets the time of the recording's first timed sample in decode order, known before the
+    /// decode (shards filter by time range with it). It must be the time the decode then
+    /// hands first (checked in [`ProfileBuilder::add_ordered`]).
+    pub fn set_first_time(&mut self, t: Option<u64>) {
+        self.acc.first_time_ns = t;
+    }
+
+    /// An empty shard with this builder's filter and phases, for one decode worker. With a time
+    /// range in the filter, the first time must have been set ([`Self::needs_first_time`], [`Self::set_first_time`]).
+    pub fn shard(&self) -> ProfileShard<'a> {
+        let a = &self.acc;
+        ProfileShard {
+            interp: a.interp,
+            objects: a.objects,
+            filter: a.filter.clone(),
+            phases: a.phases.clone(),
+            first_time_ns: a.first_time_ns,
+            last_time_ns: None,
+            decoded: 0,
+            memory_decoded: 0,
+            totals: Agg::default(),
+            per_pc: FastMap::default(),
+            per_object: FastMap::default(),
+            per_source: Vec::new(),
+            per_thread: FastMap::default(),
+            per_cpu: FastMap::default(),
+            per_phase: FastMap::default(),
+        }
+    }
+
+    /// Merges a shard's aggregates (in any order: they are sums).
+    pub fn merge(&mut self, shard: ProfileShard<'_>) {
+        self.acc.merge(shard);
+    }
+
+    /// Adds one decoded sample (samples arrive in time order).
+    pub fn add(&mut self, s: &SpeSample) {
+        if let Some(t) = s.time_ns {
+            // The time range filter is relative to the first sample, this one included.
+            self.acc.first_time_ns.get_or_insert(t);
+        }
+        let o = self.acc.add(s);
+        self.add_ordered(&o);
+    }
+
+    /// The time-ordered part of one sample (samples arrive in time order): the first time and
+    /// the timeline's reservoir.
+    pub fn add_ordered(&mut self, o: &OrderedSample) {
+        let point = match *o {
+            OrderedSample::Untimed => return,
+            OrderedSample::Timed(t) => {
+                self.note_time(t);
+                return;
+            }
+            OrderedSample::Point(p) => {
+                self.note_time(p.time_ns);
+                p
+            }
+        };
+        // Reservoir sampling (algorithm R): a uniform sample of the population.
+        self.timeline_population += 1;
+        if self.timeline.len() < self.limits.timeline_points {
+            self.timeline.push(point);
+        } else {
+            let j = self.rng.below(self.timeline_population);
+            if (j as usize) < self.timeline.len() {
+                self.timeline[j as usize] = point;
+            }
+        }
+    }
+
+    fn note_time(&mut self, t: u64) {
+        if self.first_time_ns.is_none() {
+            self.first_time_ns = Some(t);
+            // Shards filtered time ranges with the first time given before the decode: it
+            // must be this one (checked once per report).
+            assert_eq!(
+                self.acc.first_time_ns.unwrap_or(t),
+                t,
+                "the first time given to the shards is not the decode's first"
+            );
         }
     }
 
     /// The unique PCs seen so far (for `--symbol`: symbolize, then filter in a second pass).
     pub fn pcs(&self) -> impl Iterator<Item = (Option<u32>, u64)> + '_ {
-        self.per_pc.keys().copied()
+        self.acc.per_pc.keys().copied()
     }
 
     /// Symbolizes the unique PCs and assembles the report.
@@ -507,11 +656,11 @@ impl<'a> ProfileBuilder<'a> {
         mut recording: RecordingInfo,
         sidecar: Option<&Sidecar>,
     ) -> Report {
-        let selected = self.totals.samples;
+        let selected = self.acc.totals.samples;
         let group = |a: &Agg| group_stats(a, selected);
         let (phases, phase_spans) = self.phase_rows(self.first_time_ns.unwrap_or(0), &group);
         // Symbolize every unique PC in one batch.
-        let pcs: Vec<(Option<u32>, u64)> = self.per_pc.keys().copied().collect();
+        let pcs: Vec<(Option<u32>, u64)> = self.acc.per_pc.keys().copied().collect();
         let mut requests = Vec::new();
         let mut request_of = Vec::with_capacity(pcs.len());
         for (pid, pc) in &pcs {
@@ -539,7 +688,7 @@ impl<'a> ProfileBuilder<'a> {
         let mut dsos: HashMap<Arc<str>, Agg> = HashMap::new();
         let mut instructions: Vec<Hotspot> = Vec::new();
         for (i, key) in pcs.iter().enumerate() {
-            let agg = &self.per_pc[key];
+            let agg = &self.acc.per_pc[key];
             let loc = loc_of(i);
             let fname = loc.function_name();
             functions
@@ -621,7 +770,7 @@ impl<'a> ProfileBuilder<'a> {
         };
 
         // Data sources, ordered nearest first.
-        let mut per_source = self.per_source;
+        let mut per_source = self.acc.per_source;
         per_source.sort_by_key(|(d, _)| *d);
         let sourced: u64 = per_source.iter().map(|(_, a)| a.loads).sum();
         let data_sources = per_source
@@ -643,7 +792,7 @@ impl<'a> ProfileBuilder<'a> {
 
         // Objects, most sampled first; remember each object's row for the timeline.
         let mut objs: Vec<(ObjKey, &(Arc<DataObject>, Agg))> =
-            self.per_object.iter().map(|(k, v)| (*k, v)).collect();
+            self.acc.per_object.iter().map(|(k, v)| (*k, v)).collect();
         objs.sort_by(|a, b| {
             b.1 .1
                 .samples
@@ -666,6 +815,7 @@ impl<'a> ProfileBuilder<'a> {
             .collect();
 
         let mut threads: Vec<ThreadRow> = self
+            .acc
             .per_thread
             .iter()
             .map(|((pid, tid), n)| ThreadRow {
@@ -678,6 +828,7 @@ impl<'a> ProfileBuilder<'a> {
             .collect();
         threads.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.tid.cmp(&b.tid)));
         let mut cpus: Vec<CpuRow> = self
+            .acc
             .per_cpu
             .iter()
             .map(|(c, n)| CpuRow {
@@ -705,15 +856,15 @@ impl<'a> ProfileBuilder<'a> {
         recording.sampling_quality = sidecar.and_then(|sc| {
             sampling_quality(
                 sc,
-                self.decoded,
-                self.memory_decoded,
+                self.acc.decoded,
+                self.acc.memory_decoded,
                 recording.sampling.as_ref(),
             )
         });
-        recording.samples_decoded = self.decoded;
+        recording.samples_decoded = self.acc.decoded;
         recording.samples_selected = selected;
         recording.first_time_ns = self.first_time_ns;
-        recording.duration_ns = match (self.first_time_ns, self.last_time_ns) {
+        recording.duration_ns = match (self.first_time_ns, self.acc.last_time_ns) {
             (Some(a), Some(b)) => b - a,
             _ => 0,
         };
@@ -723,7 +874,7 @@ impl<'a> ProfileBuilder<'a> {
             recording,
             filter: self.filter.describe(),
             hotspot_sort: self.hotspot_sort.name(),
-            totals: group(&self.totals),
+            totals: group(&self.acc.totals),
             hotspots,
             data_sources,
             objects,
@@ -774,7 +925,7 @@ impl ProfileBuilder<'_> {
                     .map(|p| p.end_ns.saturating_sub(t0))
                     .max()
                     .unwrap_or(0),
-                stats: group(self.per_phase.get(&name).unwrap_or(&empty)),
+                stats: group(self.acc.per_phase.get(&name).unwrap_or(&empty)),
             });
         }
         rows.sort_by(|a, b| {

@@ -10,7 +10,9 @@ use spelunk_analysis::kallsyms::KernelSymbols;
 use spelunk_analysis::model::Losses;
 use spelunk_analysis::profile::{EventClass, Filter, PhaseFilter};
 use spelunk_analysis::symbolize::CodeSymbolizer;
-use spelunk_decode::{plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError};
+use spelunk_decode::{
+    plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError, SampleMap,
+};
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::{DecodeStats, Interpretation, SpeSample};
 use std::collections::HashSet;
@@ -178,6 +180,38 @@ impl Recording {
             Err(PipelineError::Sink(never)) => match never {},
             Err(e) => Err(e).with_context(|| format!("{}: decoding", self.file.path())),
         }
+    }
+
+    /// Decodes every sample, each stream's worker first mapping its samples with its own
+    /// `maps[i]` (in parallel); `f` gets the items in the time order [`Recording::decode`]
+    /// gives the samples.
+    pub fn decode_map<M: SampleMap>(
+        &self,
+        maps: &mut [M],
+        mut f: impl FnMut(&M::Item),
+    ) -> anyhow::Result<DecodeStats> {
+        let outcome = spelunk_decode::decode_map(
+            &self.file,
+            &self.plan,
+            &DecodeOptions::default(),
+            maps,
+            |item| {
+                f(item);
+                Ok::<(), std::convert::Infallible>(())
+            },
+        );
+        match outcome {
+            Ok(o) => Ok(o.stats),
+            Err(PipelineError::Sink(never)) => match never {},
+            Err(e) => Err(e).with_context(|| format!("{}: decoding", self.file.path())),
+        }
+    }
+
+    /// The time of the first timed sample [`Recording::decode`] gives (what `--time-range` is
+    /// relative to), without decoding the whole recording.
+    pub fn first_time_ns(&self) -> anyhow::Result<Option<u64>> {
+        spelunk_decode::first_time_ns(&self.file, &self.plan, &DecodeOptions::default())
+            .with_context(|| format!("{}: decoding", self.file.path()))
     }
 
     /// Everything lost on the way (as `spelunk report` lists it).

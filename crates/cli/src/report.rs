@@ -4,10 +4,14 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_analysis::model::{RecordingInfo, Report};
-use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
+use spelunk_analysis::profile::{
+    HotspotSort, OrderedSample, ProfileBuilder, ProfileShard, ReportLimits,
+};
+use spelunk_decode::{SampleContext, SampleMap};
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
+use spelunk_spe::{DecodeStats, SpeRecord, SpeSample};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -146,7 +150,7 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     if let Some(name) = &args.symbol {
         // First pass: the PCs of the recording; keep those in the named function.
         let mut pass = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
-        rec.decode(|s| pass.add(s))?;
+        profile(&rec, &mut pass, None)?;
         let keep = rec.pcs_in_function(&mut symbolizer, pass.pcs(), name);
         if keep.is_empty() {
             bail!(
@@ -164,12 +168,7 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
     let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
         .with_phases(rec.ctx.phases.clone())
         .with_hotspot_sort(args.sort);
-    let stats = rec.decode(|s| {
-        builder.add(s);
-        if let Some(c) = c2c.as_mut() {
-            c.add(s);
-        }
-    })?;
+    let stats = profile(&rec, &mut builder, c2c.as_mut())?;
     let mut losses = rec.losses(&stats);
     losses.problems.extend(rec.ctx.problems.iter().cloned());
     let info = RecordingInfo {
@@ -196,6 +195,80 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         report.c2c = Some(c.finish(&rec, &stats, &objects, &mut symbolizer, args.limit)?);
     }
     Ok(report)
+}
+
+/// A decode worker's part of the report: aggregates its stream's samples into its own shard
+/// of the profile (in parallel with the other streams) and passes on, in time order, what the
+/// order-dependent part needs.
+struct ProfileMap<'a>(ProfileShard<'a>);
+
+impl SampleMap for ProfileMap<'_> {
+    type Item = OrderedSample;
+    #[inline]
+    fn map(&mut self, r: &SpeRecord, c: &SampleContext) -> OrderedSample {
+        self.0.add(&c.sample(r))
+    }
+}
+
+/// [`ProfileMap`] that also passes the sample on, for the c2c scan (which takes samples in
+/// time order).
+struct ProfileMapWithSample<'a>(ProfileShard<'a>);
+
+impl SampleMap for ProfileMapWithSample<'_> {
+    type Item = (OrderedSample, SpeSample);
+    #[inline]
+    fn map(&mut self, r: &SpeRecord, c: &SampleContext) -> (OrderedSample, SpeSample) {
+        let s = c.sample(r);
+        (self.0.add(&s), s)
+    }
+}
+
+/// Decodes `rec` into `builder` (and into `c2c`'s first pass): the same report as
+/// `rec.decode(|s| builder.add(s))`, but the per-sample aggregation runs in the decode
+/// workers, one shard per stream, and only the order-dependent part (first time, timeline
+/// reservoir) in the time-ordered merge; the shards are merged at the end (sums).
+fn profile(
+    rec: &Recording,
+    builder: &mut ProfileBuilder,
+    c2c: Option<&mut C2cScan>,
+) -> anyhow::Result<DecodeStats> {
+    if builder.needs_first_time() {
+        // A time range is relative to the first sample: the shards need it before the decode.
+        let t0 = rec.first_time_ns()?;
+        builder.set_first_time(t0);
+    }
+    let stats = match c2c {
+        None => {
+            let mut maps: Vec<_> = rec
+                .plan
+                .streams
+                .iter()
+                .map(|_| ProfileMap(builder.shard()))
+                .collect();
+            let stats = rec.decode_map(&mut maps, |o| builder.add_ordered(o))?;
+            for m in maps {
+                builder.merge(m.0);
+            }
+            stats
+        }
+        Some(c2c) => {
+            let mut maps: Vec<_> = rec
+                .plan
+                .streams
+                .iter()
+                .map(|_| ProfileMapWithSample(builder.shard()))
+                .collect();
+            let stats = rec.decode_map(&mut maps, |(o, s)| {
+                builder.add_ordered(o);
+                c2c.add(s);
+            })?;
+            for m in maps {
+                builder.merge(m.0);
+            }
+            stats
+        }
+    };
+    Ok(stats)
 }
 
 /// Top-down from the PMU counts in the recording's sidecar (what `spelunk record --emulate`

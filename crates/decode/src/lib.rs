@@ -13,7 +13,7 @@ pub mod threads;
 
 pub use perf::{plan_from_perf, ContainerLosses};
 pub use pipeline::{
-    decode, decode_map, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome, DecodePlan,
-    PipelineError, SampleContext, SampleMap, StreamDesc, StreamOutcome, TimeConvFn,
+    decode, decode_map, first_time_ns, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome,
+    DecodePlan, PipelineError, SampleContext, SampleMap, StreamDesc, StreamOutcome, TimeConvFn,
 };
 pub use threads::{SwitchIn, ThreadTimeline};

@@ -352,6 +352,80 @@ fn worker<S: AuxSource, M: SampleMap>(
     done(dec)
 }
 
+/// The time of the first timed sample [`decode`] hands to its sink, or None when no sample
+/// has a time; found by decoding each stream (in parallel) only up to its first timed record,
+/// read in the same pieces as [`decode`] reads it. For analyses that aggregate in the decode
+/// workers but filter by time relative to the first sample.
+///
+/// Why the minimum of the streams' first times is the merge's first: a stream's samples before
+/// its first timed one carry merge key 0 and so all come out before any timed sample but one at
+/// time 0; when the first timed sample comes out, every other unfinished stream's head is
+/// either such an untimed sample (key 0, so that time is 0) or its own first timed sample, of
+/// a key at least as large.
+pub fn first_time_ns<S: AuxSource>(
+    src: &S,
+    plan: &DecodePlan,
+    opts: &DecodeOptions,
+) -> Result<Option<u64>, PipelineError<std::convert::Infallible>> {
+    let Some(tc) = &plan.time_conv else {
+        return Ok(None);
+    };
+    let first_of = |stream: &StreamDesc| -> Result<Option<u64>, PipelineError<_>> {
+        let mut dec = RecordDecoder::new();
+        let mut buf = vec![0u8; opts.piece_bytes.max(1)];
+        let mut first = None;
+        for chunk in &stream.chunks {
+            if !chunk.contiguous {
+                dec.discontinuity();
+            }
+            let mut off = 0u64;
+            while off < chunk.size {
+                let n = (chunk.size - off).min(buf.len() as u64) as usize;
+                let at = chunk.file_offset + off;
+                src.read_at(at, &mut buf[..n])
+                    .map_err(|source| PipelineError::Read {
+                        name: src.name(),
+                        offset: at,
+                        len: n,
+                        source,
+                    })?;
+                dec.feed_each(&buf[..n], at, |r| {
+                    if first.is_none() {
+                        first = r.timestamp.map(|ts| tc(ts));
+                    }
+                });
+                if first.is_some() {
+                    return Ok(first);
+                }
+                off += n as u64;
+            }
+        }
+        Ok(None)
+    };
+    let firsts: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = plan
+            .streams
+            .iter()
+            .map(|stream| scope.spawn(move || first_of(stream)))
+            .collect();
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                h.join()
+                    .unwrap_or(Err(PipelineError::WorkerPanicked { stream: i }))
+            })
+            .collect()
+    });
+    let mut min: Option<u64> = None;
+    for f in firsts {
+        if let Some(t) = f? {
+            min = Some(min.map_or(t, |m| m.min(t)));
+        }
+    }
+    Ok(min)
+}
+
 struct Head<T> {
     rx: Receiver<Msg<T>>,
     free: Sender<Batch<T>>,
@@ -511,4 +585,86 @@ where
             None => Ok(outcome),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spelunk_spe::synth::{SynthConfig, SynthStream};
+    use spelunk_spe::RecordLayout;
+
+    struct Mem(Vec<u8>);
+
+    impl AuxSource for Mem {
+        fn read_at(&self, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+            let src = self.0.get(off as usize..off as usize + buf.len());
+            buf.copy_from_slice(src.ok_or_else(|| std::io::Error::other("past end"))?);
+            Ok(())
+        }
+        fn name(&self) -> String {
+            "mem".into()
+        }
+    }
+
+    /// `first_time_ns` is the time of the first timed sample `decode` hands out, with streams
+    /// whose first records have no timestamp, a stream without any, and first times that do
+    /// not follow the stream order.
+    #[test]
+    fn first_time_is_the_merges_first_timed_sample() {
+        let stream = |seed, n, untimed: usize, first_ts| -> Vec<SpeRecord> {
+            let cfg = SynthConfig {
+                seed,
+                first_timestamp: first_ts,
+                ..SynthConfig::default()
+            };
+            let mut v: Vec<SpeRecord> = SynthStream::new(cfg).take(n).collect();
+            for r in v.iter_mut().take(untimed) {
+                r.timestamp = None;
+            }
+            v
+        };
+        let cases = [
+            vec![stream(1, 500, 0, 9_000), stream(2, 400, 0, 5_000)],
+            vec![stream(1, 500, 300, 1_000), stream(2, 400, 10, 7_000)],
+            vec![stream(3, 50, 50, 0), stream(4, 400, 399, 2_000)],
+            vec![stream(5, 50, 50, 0)],
+        ];
+        for streams in cases {
+            let mut file = vec![0u8; 16];
+            let mut plan = DecodePlan {
+                time_conv: Some(Arc::new(|t| t * 40)),
+                ..Default::default()
+            };
+            for (i, recs) in streams.iter().enumerate() {
+                let mut b = Vec::new();
+                for r in recs {
+                    r.encode(RecordLayout::N1Padded64, &mut b);
+                }
+                plan.streams.push(StreamDesc {
+                    cpu: Some(i as u32),
+                    chunks: vec![AuxChunkDesc {
+                        file_offset: file.len() as u64,
+                        size: b.len() as u64,
+                        contiguous: true,
+                    }],
+                    ..Default::default()
+                });
+                file.extend_from_slice(&b);
+            }
+            let src = Mem(file);
+            let opts = DecodeOptions {
+                piece_bytes: 1000,
+                ..Default::default()
+            };
+            let mut first = None;
+            decode(&src, &plan, &opts, |s| {
+                if first.is_none() {
+                    first = s.time_ns;
+                }
+                Ok::<(), std::io::Error>(())
+            })
+            .unwrap();
+            assert_eq!(first_time_ns(&src, &plan, &opts).unwrap(), first);
+        }
+    }
 }
