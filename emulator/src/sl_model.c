@@ -205,15 +205,55 @@ static void cache_init(SlCache *c, UInt size, UInt assoc, Bool payload)
    c->lru = calloc_aligned(lines, sizeof(ULong));
 }
 
+/* Set scans. The searches are branch-free (a conditional move per way, one branch at the end)
+ * because which way hits or is replaced is data-dependent and mispredicts on the host.
+ *
+ * Invalid ways (tag 0) have the stamp 0 (calloc, and cache_invalidate clears it) while valid
+ * ways have stamps >= 1 (++clock), so the replacement rule "the first invalid way, else the
+ * least recently used" is simply "the first way with the smallest stamp". */
+
+/* Way (within the set) holding tag, or -1 (tags in a set are unique). */
+static SL_ALWAYS_INLINE Int set_find(const Addr *t, Addr tag, const UInt assoc)
+{
+   Int hit = -1;
+   UInt w;
+#pragma GCC unroll 16
+   for (w = 0; w < assoc; w++) hit = t[w] == tag ? (Int)w : hit;
+   return hit;
+}
+
+/* The way to replace: the first one with the smallest stamp. */
+static SL_ALWAYS_INLINE UInt set_victim(const ULong *u, const UInt assoc)
+{
+   UInt w, v = 0;
+   ULong m = u[0];
+#pragma GCC unroll 16
+   for (w = 1; w < assoc; w++) {
+      ULong x = u[w];
+      Bool lt = x < m;
+      v = lt ? w : v;
+      m = lt ? x : m;
+   }
+   return v;
+}
+
+static SL_ALWAYS_INLINE Int cache_find_n(const SlCache *c, Addr line, const UInt assoc)
+{
+   UInt base = (UInt)(line & c->set_mask) * assoc;
+   Int w = set_find(&c->tags[base], line + 1, assoc);
+   return w < 0 ? -1 : (Int)base + w;
+}
+
 /* Index of a line's way, or -1. */
 static inline Int cache_find(const SlCache *c, Addr line)
 {
-   UInt base = (UInt)(line & c->set_mask) * c->assoc, w;
-   const Addr *t = &c->tags[base];
-   Addr tag = line + 1;
-   for (w = 0; w < c->assoc; w++)
-      if (t[w] == tag) return (Int)(base + w);
-   return -1;
+   /* the default associativities, unrolled */
+   switch (c->assoc) {
+   case 4: return cache_find_n(c, line, 4);
+   case 8: return cache_find_n(c, line, 8);
+   case 16: return cache_find_n(c, line, 16);
+   default: return cache_find_n(c, line, c->assoc);
+   }
 }
 
 /* Makes way i the most recently used of its set. */
@@ -240,18 +280,13 @@ static inline SlLine *cache_peek(SlCache *c, Addr line)
  * *vtag / *vstate. */
 static inline UInt cache_insert_idx(SlCache *c, Addr line, Addr *vtag, UChar *vstate)
 {
-   UInt base = (UInt)(line & c->set_mask) * c->assoc, w, v = base;
-   const Addr *t = &c->tags[base];
+   UInt base = (UInt)(line & c->set_mask) * c->assoc, v;
    const ULong *u = &c->lru[base];
    SlLine *l;
-   for (w = 0; w < c->assoc; w++)
-      if (t[w] == 0) break;
-   if (w < c->assoc) {
-      v = base + w;
-   } else {
-      ULong m = u[0];
-      for (w = 1; w < c->assoc; w++)
-         if (u[w] < m) { m = u[w]; v = base + w; }
+   switch (c->assoc) {
+   case 4: v = base + set_victim(u, 4); break;
+   case 8: v = base + set_victim(u, 8); break;
+   default: v = base + set_victim(u, c->assoc); break;
    }
    l = &c->lines[v];
    *vtag = c->tags[v];
@@ -265,27 +300,14 @@ static inline UInt cache_insert_idx(SlCache *c, Addr line, Addr *vtag, UChar *vs
 }
 
 /* Finds a line's way (-1 when absent) and, when absent, the way an insert would replace (as
- * cache_insert_idx chooses it: the first invalid way, else the least recently used), in one
- * pass over the set. */
+ * cache_insert_idx chooses it: the first invalid way, else the least recently used). */
 static SL_ALWAYS_INLINE Int find_victim_n(const SlCache *c, Addr line, UInt *victim,
                                            const UInt assoc)
 {
-   UInt base = (UInt)(line & c->set_mask) * assoc, w, inv = ~0u, v = base;
-   const Addr *t = &c->tags[base];
-   const ULong *u = &c->lru[base];
-   Addr tag = line + 1;
-   ULong m = ~0ull;
-#pragma GCC unroll 16
-   for (w = 0; w < assoc; w++) {
-      if (t[w] == tag) return (Int)(base + w);
-      if (t[w] == 0) {
-         if (inv == ~0u) inv = w;
-      } else if (u[w] < m) {
-         m = u[w];
-         v = base + w;
-      }
-   }
-   *victim = inv != ~0u ? base + inv : v;
+   UInt base = (UInt)(line & c->set_mask) * assoc;
+   Int w = set_find(&c->tags[base], line + 1, assoc);
+   if (w >= 0) return (Int)base + w;
+   *victim = base + set_victim(&c->lru[base], assoc);
    return -1;
 }
 
@@ -297,6 +319,13 @@ static inline void cache_prefetch_set(const SlCache *c, Addr line)
       SL_PREFETCH(&c->tags[base + k]);
       SL_PREFETCH(&c->lru[base + k]);
    }
+}
+
+/* The same for a set's line payloads (l2_access reads the victim's state). */
+static inline void cache_prefetch_set_lines(const SlCache *c, Addr line)
+{
+   UInt base = (UInt)(line & c->set_mask) * c->assoc, k;
+   for (k = 0; k < c->assoc; k += 64 / sizeof(SlLine)) SL_PREFETCH(&c->lines[base + k]);
 }
 
 static inline Int cache_find_victim(const SlCache *c, Addr line, UInt *victim)
@@ -336,6 +365,7 @@ static inline void cache_invalidate(SlCache *c, Addr line)
    Int i = cache_find(c, line);
    if (i >= 0) {
       c->tags[i] = 0;
+      c->lru[i] = 0; /* invalid ways have the stamp 0 (see set_victim) */
       c->lines[i].state = SL_I;
       c->lines[i].flags = 0;
    }
@@ -495,6 +525,9 @@ Addr sl_translate_pa(SlSystem *s, Addr va)
    UInt sh = s->cfg.page_shift;
    return (pt_lookup(s, va >> sh) << sh) | (va & ((1ull << sh) - 1));
 }
+
+/* The utlb memo slot of a page. */
+static inline UInt utlb_slot(Addr vpn) { return (UInt)vpn & (SL_UTLB - 1); }
 
 /* Set-associative TLB with true LRU (fully associative when sets == 1). Recent hits are
  * remembered so a fully associative lookup rarely scans. */
@@ -739,7 +772,7 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
       return (c->last_tlbe[instr]->pfn << sh) | (va & ((1ull << sh) - 1));
    }
    {
-      SlTlbEntry *e = c->utlb[instr][(vpn ^ (vpn >> 3) ^ (vpn >> 6)) & 7];
+      SlTlbEntry *e = c->utlb[instr][utlb_slot(vpn)];
       if (e && e->vpn == vpn + 1) {
          /* a recently used page still in the L1 TLB: a hit */
          SlTlb *t = instr ? &c->itlb : &c->dtlb;
@@ -775,7 +808,7 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
       c->last_vpn[instr] = vpn;
       c->last_tlbe[instr] = &t->e[t->hint[(t->hint_pos - 1) & 3]];
       if (c->last_tlbe[instr]->vpn != vpn + 1) c->last_vpn[instr] = ~(Addr)0;
-      else c->utlb[instr][(vpn ^ (vpn >> 3) ^ (vpn >> 6)) & 7] = c->last_tlbe[instr];
+      else c->utlb[instr][utlb_slot(vpn)] = c->last_tlbe[instr];
    }
    return (pfn << sh) | (va & ((1ull << sh) - 1));
 }
@@ -801,6 +834,7 @@ static void prefetch_line(SlCore *c, Addr line, ULong t)
    l = cache_insert(&c->l1d, line);
    l->state = l2->state;
    l->ready = ready;
+   l->l2_way = (UInt)(l2 - c->l2.lines);
    l->flags = SL_LF_PREFETCHED;
    c->c[SL_T_PREFETCH_LINES]++;
 }
@@ -857,6 +891,7 @@ static void prefetch_train(SlCore *c, Addr line, ULong t)
    /* host-cache prefetch of the sets the stream's next line will use (no effect on the
     * model) */
    cache_prefetch_set(&c->l2, (Addr)st->next);
+   cache_prefetch_set_lines(&c->l2, (Addr)st->next);
    cache_prefetch_set(&c->sys->slc, (Addr)st->next);
 }
 
@@ -1047,8 +1082,12 @@ static SL_NOINLINE void l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, U
 /* A store to a line held without ownership. */
 static SL_NOINLINE void l1_store_own(SlCore *c, SlLine *l, Addr line)
 {
+   SlLine *l2;
    if (l->state == SL_S) upgrade(c, line);
-   private_set_state(c, line, SL_M);
+   /* private_set_state(c, line, SL_M) with the L1D line at hand and its L2 way remembered */
+   l->state = SL_M;
+   l2 = c->l2.tags[l->l2_way] == line + 1 ? &c->l2.lines[l->l2_way] : cache_peek(&c->l2, line);
+   if (l2) l2->state = SL_M;
 }
 
 /* An L1D miss: the line comes from L2 or beyond; returns its L1D way. */
@@ -1071,6 +1110,7 @@ static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, ULong I, ULong
    l = &c->l1d.lines[li];
    l->state = l2->state;
    l->ready = *ready;
+   l->l2_way = (UInt)(l2 - c->l2.lines);
    if (!store) {
       c->mshr[c->mshr_pos] = *ready;
       if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
@@ -1142,7 +1182,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    c->iq[pos] = I;
    c->iq_pos = pos + 1 == Q ? 0 : pos + 1;
    vpn = va >> psh;
-   te = c->utlb[0][(vpn ^ (vpn >> 3) ^ (vpn >> 6)) & 7];
+   te = c->utlb[0][utlb_slot(vpn)];
    if (SL_LIKELY(te && te->vpn == vpn + 1)) {
       te->lru = ++c->dtlb.clock;
       c->last_vpn[0] = vpn;

@@ -169,8 +169,11 @@ typedef struct {
    UChar state;   /* SL_I/S/E/M */
    UChar flags;   /* SL_LF_* */
    UChar pad[2];
-   UInt slc_way;  /* L2 lines: the SLC way the line was found in or allocated to when it was
-                   * filled (a hint for the write-back, validated by tag) */
+   union {
+      UInt slc_way; /* L2 lines: the SLC way the line was found in or allocated to when it was
+                     * filled (a hint for the write-back, validated by tag) */
+      UInt l2_way;  /* L1D lines: the L2 way holding the line (a hint, validated by tag) */
+   };
 } SlLine;
 
 #define SL_I 0
@@ -238,8 +241,11 @@ struct SlCore {
    Addr last_vpn[2];          /* page of the previous data [0] / instruction [1] access */
    SlTlbEntry *last_tlbe[2];  /* its L1 TLB entry (validated by vpn) */
    /* recently used L1 TLB entries by page (validated by vpn): a lookup shortcut only, the
-    * entries' LRU stamps are updated as for any hit */
-   SlTlbEntry *utlb[2][8];
+    * entries' LRU stamps are updated as for any hit. Direct-mapped by the low bits of the
+    * page number, so the pages of arrays walked side by side (up to SL_UTLB pages apart) do
+    * not evict each other's memo. */
+#define SL_UTLB 32u
+   SlTlbEntry *utlb[2][SL_UTLB];
    /* timing */
    ULong t;         /* dispatch time of the next op (tq) */
    ULong last_retire;
