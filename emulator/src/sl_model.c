@@ -816,6 +816,9 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
 /* ------------------------------------------------------------------------------------------ */
 /* prefetcher: per-core stream detector on 4 KB regions, prefetching into L1D                 */
 
+/* The l1_recent slot of a line. */
+static inline UInt l1_memo_slot(Addr line) { return (UInt)line & (SL_L1_MEMO - 1); }
+
 static void prefetch_line(SlCore *c, Addr line, ULong t)
 {
    SlLine *l, *l2;
@@ -837,6 +840,8 @@ static void prefetch_line(SlCore *c, Addr line, ULong t)
    l->l2_way = (UInt)(l2 - c->l2.lines);
    l->flags = SL_LF_PREFETCHED;
    c->c[SL_T_PREFETCH_LINES]++;
+   /* the demand access that finds it needs no set search */
+   c->l1_recent[l1_memo_slot(line)] = (UInt)(l - c->l1d.lines);
 }
 
 static void prefetch_train(SlCore *c, Addr line, ULong t)
@@ -1200,7 +1205,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    Imem = I + (ULong)xlat * SL_TQ;
    l1ready = Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ;
 
-   rh = (UInt)(line ^ (line >> 4) ^ (line >> 9)) & 15;
+   rh = l1_memo_slot(line);
    li = c->l1_recent[rh];
    if (c->l1d.tags[li] != line + 1) {
       Int f = cache_find(&c->l1d, line);

@@ -233,7 +233,10 @@ struct SlCore {
    UInt id;
    Bool active;
    SlCache l1d, l1i, l2;
-   UInt l1_recent[16]; /* ways of recently used L1D lines by line address (validated by tag) */
+   /* ways of recently used or prefetched L1D lines, by the low bits of the line address (the
+    * default L1D's set index): a look-up shortcut, validated by tag */
+#define SL_L1_MEMO 256u
+   UInt l1_recent[SL_L1_MEMO];
    /* recently fetched code lines, by virtual line (validated by tag): the L1I way and the
     * physical line */
    SlIMemo imemo[4];
