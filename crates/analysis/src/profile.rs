@@ -6,7 +6,7 @@
 //! [`ProfileBuilder::finish`] then symbolizes only the unique PCs, in one batch, and rolls them
 //! up into functions, source lines, instructions and DSOs.
 
-use crate::agg::{Agg, OpKind};
+use crate::agg::{Agg, KeyedAggs, OpKind};
 use crate::fasthash::FastMap;
 use crate::maps::AddressSpaces;
 use crate::model::*;
@@ -357,7 +357,7 @@ pub struct ProfileShard<'a> {
     /// Loads and stores among all decoded samples (for eq. 1 accuracy).
     memory_decoded: u64,
     totals: Agg,
-    per_pc: FastMap<(Option<u32>, u64), Agg>,
+    per_pc: KeyedAggs<(Option<u32>, u64)>,
     per_object: FastMap<ObjKey, (Arc<DataObject>, Agg)>,
     per_source: Vec<(DataSource, Agg)>,
     per_thread: FastMap<(Option<u32>, Option<u32>), u64>,
@@ -408,7 +408,7 @@ impl<'a> ProfileShard<'a> {
             }
         }
         if let Some(pc) = pc {
-            self.per_pc.entry((s.pid, pc)).or_default().add(r, kind, ds);
+            self.per_pc.entry((s.pid, pc)).add(r, kind, ds);
         }
         if let Some(d) = ds {
             match self.per_source.iter_mut().find(|(x, _)| *x == d) {
@@ -448,6 +448,42 @@ impl<'a> ProfileShard<'a> {
         timed
     }
 
+    /// Merges shards (of the same builder) into one, pairwise in parallel: log2(n) rounds
+    /// instead of n merges one after another, which on a machine with many CPUs (a shard per
+    /// CPU) would undo much of what aggregating in parallel gained. The result does not depend
+    /// on the order (sums; the report sorts what it lists).
+    pub fn merge_all(mut shards: Vec<ProfileShard<'a>>) -> Option<ProfileShard<'a>> {
+        while shards.len() > 1 {
+            let odd = if shards.len() % 2 == 1 {
+                shards.pop()
+            } else {
+                None
+            };
+            let mut pairs = Vec::with_capacity(shards.len() / 2);
+            let mut it = shards.into_iter();
+            while let (Some(a), Some(b)) = (it.next(), it.next()) {
+                pairs.push((a, b));
+            }
+            shards = std::thread::scope(|scope| {
+                let merging: Vec<_> = pairs
+                    .into_iter()
+                    .map(|(mut a, b)| {
+                        scope.spawn(move || {
+                            a.merge(b);
+                            a
+                        })
+                    })
+                    .collect();
+                merging
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                    .collect()
+            });
+            shards.extend(odd);
+        }
+        shards.pop()
+    }
+
     /// Adds the samples aggregated by `o` (a shard of the same builder) to this shard.
     pub fn merge(&mut self, o: ProfileShard<'_>) {
         fn merge_map<K: std::hash::Hash + Eq, V>(
@@ -468,7 +504,7 @@ impl<'a> ProfileShard<'a> {
         self.memory_decoded += o.memory_decoded;
         self.last_time_ns = self.last_time_ns.max(o.last_time_ns);
         self.totals.merge(&o.totals);
-        merge_map(&mut self.per_pc, o.per_pc, |a, b| a.merge(&b));
+        self.per_pc.merge(o.per_pc);
         merge_map(&mut self.per_object, o.per_object, |a, b| a.1.merge(&b.1));
         for (d, b) in o.per_source {
             match self.per_source.iter_mut().find(|(x, _)| *x == d) {
@@ -524,7 +560,7 @@ impl<'a> ProfileBuilder<'a> {
                 decoded: 0,
                 memory_decoded: 0,
                 totals: Agg::default(),
-                per_pc: FastMap::default(),
+                per_pc: KeyedAggs::default(),
                 per_object: FastMap::default(),
                 per_source: Vec::new(),
                 per_thread: FastMap::default(),
@@ -579,7 +615,7 @@ impl<'a> ProfileBuilder<'a> {
             decoded: 0,
             memory_decoded: 0,
             totals: Agg::default(),
-            per_pc: FastMap::default(),
+            per_pc: KeyedAggs::default(),
             per_object: FastMap::default(),
             per_source: Vec::new(),
             per_thread: FastMap::default(),
@@ -644,7 +680,7 @@ impl<'a> ProfileBuilder<'a> {
 
     /// The unique PCs seen so far (for `--symbol`: symbolize, then filter in a second pass).
     pub fn pcs(&self) -> impl Iterator<Item = (Option<u32>, u64)> + '_ {
-        self.acc.per_pc.keys().copied()
+        self.acc.per_pc.iter().map(|(k, _)| *k)
     }
 
     /// Symbolizes the unique PCs and assembles the report.
@@ -659,11 +695,15 @@ impl<'a> ProfileBuilder<'a> {
         let selected = self.acc.totals.samples;
         let group = |a: &Agg| group_stats(a, selected);
         let (phases, phase_spans) = self.phase_rows(self.first_time_ns.unwrap_or(0), &group);
-        // Symbolize every unique PC in one batch.
-        let pcs: Vec<(Option<u32>, u64)> = self.acc.per_pc.keys().copied().collect();
+        // Symbolize every unique PC in one batch, in key order: the rows made from them (e.g. the location kept for a source line
+        // seen at several PCs, the order of equal rows) then do not depend on the order the
+        // samples were aggregated in.
+        let mut pcs: Vec<((Option<u32>, u64), &Agg)> =
+            self.acc.per_pc.iter().map(|(k, a)| (*k, a)).collect();
+        pcs.sort_unstable_by_key(|(k, _)| *k);
         let mut requests = Vec::new();
         let mut request_of = Vec::with_capacity(pcs.len());
-        for (pid, pc) in &pcs {
+        for ((pid, pc), _) in &pcs {
             match spaces.lookup(*pid, *pc, None) {
                 Some(m) => {
                     request_of.push(Some(requests.len()));
@@ -687,8 +727,7 @@ impl<'a> ProfileBuilder<'a> {
         let mut lines: LineAggs = HashMap::new();
         let mut dsos: HashMap<Arc<str>, Agg> = HashMap::new();
         let mut instructions: Vec<Hotspot> = Vec::new();
-        for (i, key) in pcs.iter().enumerate() {
-            let agg = &self.acc.per_pc[key];
+        for (i, (key, agg)) in pcs.iter().enumerate() {
             let loc = loc_of(i);
             let fname = loc.function_name();
             functions
@@ -793,11 +832,15 @@ impl<'a> ProfileBuilder<'a> {
         // Objects, most sampled first; remember each object's row for the timeline.
         let mut objs: Vec<(ObjKey, &(Arc<DataObject>, Agg))> =
             self.acc.per_object.iter().map(|(k, v)| (*k, v)).collect();
+        // Ties beyond the name (objects of the same name in several processes) go by address
+        // and identity, not by the order of a map the parallel aggregation merged into.
         objs.sort_by(|a, b| {
             b.1 .1
                 .samples
                 .cmp(&a.1 .1.samples)
                 .then_with(|| a.1 .0.name.cmp(&b.1 .0.name))
+                .then_with(|| a.1 .0.start.cmp(&b.1 .0.start))
+                .then_with(|| a.0.cmp(&b.0))
         });
         objs.truncate(self.limits.object_rows);
         let object_index: HashMap<ObjKey, usize> =
@@ -826,7 +869,12 @@ impl<'a> ProfileBuilder<'a> {
                 share: ratio(*n, selected),
             })
             .collect();
-        threads.sort_by(|a, b| b.samples.cmp(&a.samples).then_with(|| a.tid.cmp(&b.tid)));
+        threads.sort_by(|a, b| {
+            b.samples
+                .cmp(&a.samples)
+                .then_with(|| a.tid.cmp(&b.tid))
+                .then_with(|| a.pid.cmp(&b.pid))
+        });
         let mut cpus: Vec<CpuRow> = self
             .acc
             .per_cpu

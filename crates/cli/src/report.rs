@@ -246,9 +246,7 @@ fn profile(
                 .map(|_| ProfileMap(builder.shard()))
                 .collect();
             let stats = rec.decode_map(&mut maps, |o| builder.add_ordered(o))?;
-            for m in maps {
-                builder.merge(m.0);
-            }
+            merge_into(builder, maps.into_iter().map(|m| m.0).collect());
             stats
         }
         Some(c2c) => {
@@ -262,13 +260,18 @@ fn profile(
                 builder.add_ordered(o);
                 c2c.add(s);
             })?;
-            for m in maps {
-                builder.merge(m.0);
-            }
+            merge_into(builder, maps.into_iter().map(|m| m.0).collect());
             stats
         }
     };
     Ok(stats)
+}
+
+/// Adds the workers' shards to `builder`.
+fn merge_into<'a>(builder: &mut ProfileBuilder<'a>, shards: Vec<ProfileShard<'a>>) {
+    if let Some(all) = ProfileShard::merge_all(shards) {
+        builder.merge(all);
+    }
 }
 
 /// Top-down from the PMU counts in the recording's sidecar (what `spelunk record --emulate`
