@@ -1112,3 +1112,91 @@ pub fn group_stats(a: &Agg, selected: u64) -> GroupStats {
         sources,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spelunk_spe::synth::{SynthConfig, SynthStream};
+
+    /// Samples of three CPUs merged in time order; some have no time.
+    fn samples() -> Vec<SpeSample> {
+        let mut v = Vec::new();
+        for cpu in 0..3u32 {
+            let cfg = SynthConfig {
+                seed: u64::from(cpu) + 1,
+                text_size: 4096,
+                context: Some(100 + cpu),
+                ..SynthConfig::default()
+            };
+            for (i, r) in SynthStream::new(cfg).take(20_000).enumerate() {
+                v.push(SpeSample {
+                    cpu: Some(cpu),
+                    pid: Some(7),
+                    tid: Some(100 + cpu),
+                    time_ns: r.timestamp.filter(|_| i % 97 != 5).map(|t| t * 40),
+                    record: r,
+                });
+            }
+        }
+        v.sort_by_key(|s| s.time_ns.unwrap_or(0));
+        v
+    }
+
+    fn json(b: ProfileBuilder) -> String {
+        let r = b.finish(
+            &AddressSpaces::default(),
+            &mut CodeSymbolizer::new(None),
+            &HashMap::new(),
+            RecordingInfo::default(),
+            None,
+        );
+        serde_json::to_string_pretty(&r).unwrap()
+    }
+
+    /// Aggregating each CPU's samples in its own shard, with the time-ordered part fed in
+    /// order, gives the report of feeding every sample to one builder, timeline included.
+    #[test]
+    fn shards_merged_give_the_serial_report() {
+        let interp = Interpretation::uniform(None);
+        let objects = DataObjects::default();
+        let limits = ReportLimits {
+            timeline_points: 700,
+            ..Default::default()
+        };
+        let samples = samples();
+        let times: Vec<u64> = samples.iter().filter_map(|s| s.time_ns).collect();
+        let span_s = (times[times.len() - 1] - times[0]) as f64 * 1e-9;
+        let filters = [
+            Filter::default(),
+            Filter {
+                time_range_s: Some((span_s * 0.25, span_s * 0.6)),
+                ..Default::default()
+            },
+            Filter {
+                event: Some(EventClass::Load),
+                tids: vec![100, 102],
+                ..Default::default()
+            },
+        ];
+        for filter in filters {
+            let mut serial = ProfileBuilder::new(&interp, &objects, filter.clone(), limits);
+            for s in &samples {
+                serial.add(s);
+            }
+            let mut parallel = ProfileBuilder::new(&interp, &objects, filter, limits);
+            if parallel.needs_first_time() {
+                parallel.set_first_time(Some(times[0]));
+            }
+            let mut shards: Vec<_> = (0..3).map(|_| parallel.shard()).collect();
+            for s in &samples {
+                let o = shards[s.cpu.unwrap() as usize].add(s);
+                parallel.add_ordered(&o);
+            }
+            parallel.merge(ProfileShard::merge_all(shards).unwrap());
+            let selected = serial.acc.totals.samples;
+            assert!(selected > 1000 && selected < samples.len() as u64 || selected == 60_000);
+            assert!(serial.timeline_population > 700);
+            assert_eq!(json(serial), json(parallel));
+        }
+    }
+}
