@@ -303,6 +303,12 @@ typedef struct {
    SlDeps deps;
 } SlWriteback;
 
+/* A writeback as the replay applies it: rdy[dst] = max(rdy[s0], rdy[s1]) when its source
+ * list has at most two members (s0/s1 as in SlSrc), else from SlWriteback.src (many). */
+typedef struct {
+   UChar dst, s0, s1, many;
+} SlWbRun;
+
 typedef struct {
    Addr base;
    UInt n_items, n_exits, n_alu, n_wb, n_lines, n_deps;
@@ -310,8 +316,10 @@ typedef struct {
    SlExit *exits;
    SlAluOp *alu;
    SlWriteback *wb;
+   SlWbRun *wbr;    /* the writebacks in replay form (same indices as wb) */
    Addr *lines;
    UChar *deps;     /* dependency lists of the items and writebacks (SlThread.rdy indices) */
+   SlIRun irun;     /* where its code lines were found last (sl_flush) */
 } SlSbDesc;
 
 /* Latest ready time of a dependency set (0 when empty). */
@@ -417,6 +425,13 @@ static void sb_finalize(SlSbDesc *d)
    d->n_deps = 0;
    for (j = 0; j < d->n_items; j++) d->items[j].src = deps_src(d, d->items[j].deps);
    for (j = 0; j < d->n_wb; j++) d->wb[j].src = deps_src(d, d->wb[j].deps);
+   d->wbr = VG_(malloc)("spelunk.sbdesc", (d->n_wb + 1) * sizeof(SlWbRun));
+   for (j = 0; j < d->n_wb; j++) {
+      d->wbr[j].dst = (UChar)(SL_NLDSLOTS + d->wb[j].slot);
+      d->wbr[j].s0 = d->wb[j].src.s0;
+      d->wbr[j].s1 = d->wb[j].src.s1;
+      d->wbr[j].many = d->wb[j].src.n > 2;
+   }
 }
 
 static ULong alu_ready(void *ctx, SlDeps deps)
@@ -824,10 +839,9 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
    SlThread *th = cur;
    SlCore *c = cur_core;
    ULong *rdy;
-   UInt i;
    if (!th || !c || !clo_model) return;
    rdy = th->rdy;
-   for (i = 0; i < x->n_lines; i++) ifetch_op(c, d->lines[i]);
+   ifetch_run(c, d->lines, x->n_lines, &d->irun);
    for (it = d->items, end = d->items + x->last_item; it < end; it++) {
       switch (it->kind) {
       case IT_ALU:
@@ -864,9 +878,14 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
    if (x->wb_n) {
       /* new ready times of the guest-state words written, all from the old ones */
       const SlWriteback *wb = &d->wb[x->wb_first];
-      UInt j;
+      const SlWbRun *r = &d->wbr[x->wb_first];
+      UInt j, n = x->wb_n;
       if (x->wb_direct) {
-         for (j = 0; j < x->wb_n; j++) rdy[SL_NLDSLOTS + wb[j].slot] = src_ready(&wb[j].src, dl, rdy);
+         for (j = 0; j < n; j++) {
+            ULong a = rdy[r[j].s0], b = rdy[r[j].s1];
+            if (SL_UNLIKELY(r[j].many)) a = b = src_ready(&wb[j].src, dl, rdy);
+            rdy[r[j].dst] = a > b ? a : b;
+         }
       } else {
          ULong nv[SL_NSLOTS];
          for (j = 0; j < x->wb_n; j++) nv[j] = src_ready(&wb[j].src, dl, rdy);

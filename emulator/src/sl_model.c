@@ -360,15 +360,18 @@ static inline SlLine *cache_insert(SlCache *c, Addr line)
    return &c->lines[cache_insert_idx(c, line, &vt, &vs)];
 }
 
+static inline void cache_invalidate_way(SlCache *c, UInt i)
+{
+   c->tags[i] = 0;
+   c->lru[i] = 0; /* invalid ways have the stamp 0 (see set_victim) */
+   c->lines[i].state = SL_I;
+   c->lines[i].flags = 0;
+}
+
 static inline void cache_invalidate(SlCache *c, Addr line)
 {
    Int i = cache_find(c, line);
-   if (i >= 0) {
-      c->tags[i] = 0;
-      c->lru[i] = 0; /* invalid ways have the stamp 0 (see set_victim) */
-      c->lines[i].state = SL_I;
-      c->lines[i].flags = 0;
-   }
+   if (i >= 0) cache_invalidate_way(c, (UInt)i);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -467,6 +470,7 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
    out[SL_C_ST_SPEC] = c->c[SL_C_MEM_ACCESS_WR];
    out[SL_C_L1D_CACHE] = out[SL_C_MEM_ACCESS];
    out[SL_C_L1D_TLB] = out[SL_C_MEM_ACCESS];
+   out[SL_C_L1I_TLB] = c->c[SL_C_L1I_CACHE]; /* every fetched line is translated */
    out[SL_T_ST_OPS] = c->c[SL_C_MEM_ACCESS_WR];
    out[SL_C_CPU_CYCLES] = (c->t - c->c[SL_T_IDLE_TQ]) / SL_TQ;
    out[SL_T_IDLE_TQ] = c->c[SL_T_IDLE_TQ] / SL_TQ;
@@ -739,7 +743,13 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
    if (vtag) {
       Addr vline = vtag - 1;
       /* inclusive L2: evicting a line removes it from L1D/L1I */
-      cache_invalidate(&c->l1d, vline);
+      if (SL_LIKELY(c->l1d.sets * c->l1d.assoc <= 0x10000)) {
+         /* every L1D fill records its way in the L2 line and the line cannot leave L2
+          * without leaving L1D: if the line is in L1D, it is in that way */
+         if (c->l1d.tags[vl.l1_way] == vtag) cache_invalidate_way(&c->l1d, vl.l1_way);
+      } else {
+         cache_invalidate(&c->l1d, vline);
+      }
       if (vl.flags & SL_LF_IN_L1I) cache_invalidate(&c->l1i, vline);
       if (vl.state == SL_M) {
          c->c[SL_C_L2D_CACHE_WB]++;
@@ -764,7 +774,8 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
    UInt sh = cfg->page_shift;
    Addr vpn = va >> sh, pfn;
    *xlat = cfg->l1tlb_lat;
-   if (instr) c->c[SL_C_L1I_TLB]++;
+   /* (L1I_TLB, the instruction-side look-ups, is derived from L1I_CACHE: every fetched line
+    * is translated; see sl_core_counters) */
    if (vpn == c->last_vpn[instr] && c->last_tlbe[instr]->vpn == vpn + 1) {
       /* same page as the previous access of this side: an L1 TLB hit */
       SlTlb *t = instr ? &c->itlb : &c->dtlb;
@@ -838,6 +849,7 @@ static void prefetch_line(SlCore *c, Addr line, ULong t)
    l->state = l2->state;
    l->ready = ready;
    l->l2_way = (UInt)(l2 - c->l2.lines);
+   l2->l1_way = (UShort)(l - c->l1d.lines);
    l->flags = SL_LF_PREFETCHED;
    c->c[SL_T_PREFETCH_LINES]++;
    /* the demand access that finds it needs no set search */
@@ -1072,16 +1084,18 @@ void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
 /* The rarer parts of a memory op, out of line so the common path (an L1 TLB and L1D hit)
  * stays short. */
 
-/* First demand use of a prefetched line: late-prefetch event, prefetcher training. */
-static SL_NOINLINE void l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, ULong l1ready,
-                                     UInt *ev)
+/* First demand use of a prefetched line: late-prefetch event, prefetcher training. Returns
+ * the events to add. */
+static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, ULong l1ready)
 {
+   UInt ev = 0;
    l->flags &= ~SL_LF_PREFETCHED;
    if (l->ready > l1ready) {
-      *ev |= SL_EV_LATE_PREFETCH;
+      ev = SL_EV_LATE_PREFETCH;
       c->c[SL_T_LATE_PREFETCH]++;
    }
    prefetch_train(c, line, I);
+   return ev;
 }
 
 /* A store to a line held without ownership. */
@@ -1116,6 +1130,7 @@ static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, ULong I, ULong
    l->state = l2->state;
    l->ready = *ready;
    l->l2_way = (UInt)(l2 - c->l2.lines);
+   l2->l1_way = (UShort)li;
    if (!store) {
       c->mshr[c->mshr_pos] = *ready;
       if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
@@ -1189,13 +1204,17 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    vpn = va >> psh;
    te = c->utlb[0][utlb_slot(vpn)];
    if (SL_LIKELY(te && te->vpn == vpn + 1)) {
+      /* (last_vpn/last_tlbe, translate()'s own shortcut, are validated there: not updated) */
       te->lru = ++c->dtlb.clock;
-      c->last_vpn[0] = vpn;
-      c->last_tlbe[0] = te;
       xlat = cfg->l1tlb_lat;
       pa = (te->pfn << psh) | (va & ((1ull << psh) - 1));
    } else {
-      pa = translate(c, va, False, I, &xlat, &ev);
+      /* the rare paths get copies of the locals they update, so the locals' addresses do not
+       * escape and they stay in registers */
+      UInt x2, e2 = ev;
+      pa = translate(c, va, False, I, &x2, &e2);
+      xlat = x2;
+      ev = e2;
    }
    line = pa >> SL_LINE_SHIFT;
 
@@ -1215,10 +1234,16 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       cache_touch(&c->l1d, li);
       l = &c->l1d.lines[li];
       ready = MAX(l1ready, l->ready);
-      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) l1_first_use(c, l, line, I, l1ready, &ev);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) ev |= l1_first_use(c, l, line, I, l1ready);
       if (store && SL_UNLIKELY(l->state != SL_M)) l1_store_own(c, l, line);
    } else {
-      li = l1_miss(c, line, store, I, Imem, &ready, &ev, &lvl);
+      ULong r2;
+      UInt e2 = ev;
+      SlLevel lv2;
+      li = l1_miss(c, line, store, I, Imem, &r2, &e2, &lv2);
+      ready = r2;
+      ev = e2;
+      lvl = lv2;
    }
    c->l1_recent[rh] = li; /* validated by tag on use */
 
@@ -1239,7 +1264,10 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    }
    rob_push(c, n, retire);
    if (lvl_out) *lvl_out = lvl;
-   if (SL_UNLIKELY(sel)) mem_sample(c, m, pa, xlat, ev, lvl, D, I, C);
+   if (SL_UNLIKELY(sel)) {
+      SlMemOp mc = *m; /* (a copy: the caller's op does not escape) */
+      mem_sample(c, &mc, pa, xlat, ev, lvl, D, I, C);
+   }
    return C;
 }
 
@@ -1362,7 +1390,6 @@ static SL_NOINLINE void ifetch_slow(SlCore *c, Addr va)
    if ((va >> SL_LINE_SHIFT) == im->va_line && c->l1i.tags[im->way] == im->line + 1 &&
        (va >> cfg->page_shift) == c->last_vpn[1]) {
       /* a line fetched recently, still in L1I, on the page translated last: hit */
-      c->c[SL_C_L1I_TLB]++;
       cache_touch(&c->l1i, im->way);
       c->last_tlbe[1]->lru = ++c->itlb.clock;
       return;
@@ -1410,10 +1437,44 @@ static SL_ALWAYS_INLINE void ifetch_op(SlCore *c, Addr va)
    if (SL_LIKELY((va >> SL_LINE_SHIFT) == im->va_line && c->l1i.tags[im->way] == im->line + 1 &&
                  (va >> c->sys->cfg.page_shift) == c->last_vpn[1])) {
       c->c[SL_C_L1I_CACHE]++;
-      c->c[SL_C_L1I_TLB]++;
       cache_touch(&c->l1i, im->way);
       c->last_tlbe[1]->lru = ++c->itlb.clock;
       return;
    }
    ifetch_slow(c, va);
+}
+
+/* Instruction fetch of the n lines va[0..n) in order (sl_ifetch each), through the run memo r
+ * (see SlIRun). */
+static SL_ALWAYS_INLINE void ifetch_run(SlCore *c, const Addr *va, UInt n, SlIRun *r)
+{
+   UInt i = 0, psh;
+   if (SL_LIKELY(r->core == c && n <= r->n && r->vpn == c->last_vpn[1])) {
+      /* what ifetch_op's hit does for each line still in its way */
+      for (; i < n; i++) {
+         UInt w = r->way[i];
+         if (SL_UNLIKELY(c->l1i.tags[w] != r->line[i] + 1)) break;
+         cache_touch(&c->l1i, w);
+         c->last_tlbe[1]->lru = ++c->itlb.clock;
+      }
+      c->c[SL_C_L1I_CACHE] += i;
+      if (SL_LIKELY(i == n)) return;
+   }
+   for (; i < n; i++) ifetch_op(c, va[i]);
+   /* remember where the lines are: all on the page translated last, each in the way its
+    * per-line memo (imemo) records */
+   r->core = NULL;
+   psh = c->sys->cfg.page_shift;
+   if (n == 0 || n > SL_IRUN_MAX || (va[0] >> psh) != c->last_vpn[1] ||
+       (va[n - 1] >> psh) != c->last_vpn[1])
+      return;
+   for (i = 0; i < n; i++) {
+      const SlIMemo *im = &c->imemo[(va[i] >> SL_LINE_SHIFT) & 3];
+      if (im->va_line != va[i] >> SL_LINE_SHIFT || c->l1i.tags[im->way] != im->line + 1) return;
+      r->way[i] = im->way;
+      r->line[i] = im->line;
+   }
+   r->core = c;
+   r->vpn = c->last_vpn[1];
+   r->n = n;
 }

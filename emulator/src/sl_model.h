@@ -168,7 +168,8 @@ typedef struct {
    ULong ready;   /* tq at which the fill completes */
    UChar state;   /* SL_I/S/E/M */
    UChar flags;   /* SL_LF_* */
-   UChar pad[2];
+   UShort l1_way; /* L2 lines: the L1D way the line was last filled into (while the line is
+                   * in L1D, it is in that way: see l2_access) */
    union {
       UInt slc_way; /* L2 lines: the SLC way the line was found in or allocated to when it was
                      * filled (a hint for the write-back, validated by tag) */
@@ -331,6 +332,20 @@ void sl_branch(SlCore *c, const SlBranch *b);
 
 /* Instruction fetch of one 64-byte code line (called per executed superblock line). */
 void sl_ifetch(SlCore *c, Addr va);
+
+/* A memo for a run of code lines fetched together (a superblock's): on which core, the code
+ * page, and each line's L1I way and physical line. While that core's last translated code page
+ * is the run's page and each line is still in its way, fetching the run changes the model
+ * exactly as sl_ifetch per line would (an L1 ITLB hit and an L1I hit per line), without the
+ * per-line look-ups. A shortcut only: it is validated on every use. */
+#define SL_IRUN_MAX 4
+typedef struct {
+   SlCore *core; /* NULL: empty */
+   Addr vpn;
+   UInt n;
+   UInt way[SL_IRUN_MAX];
+   Addr line[SL_IRUN_MAX];
+} SlIRun;
 
 /* Counts retired instructions (guest instructions). */
 static inline void sl_retire_insns(SlCore *c, UInt n) { c->c[SL_C_INST_RETIRED] += n; }
