@@ -624,9 +624,16 @@ impl<'a> ProfileBuilder<'a> {
         }
     }
 
-    /// Merges a shard's aggregates (in any order: they are sums).
-    pub fn merge(&mut self, shard: ProfileShard<'_>) {
-        self.acc.merge(shard);
+    /// Merges a shard (made by [`Self::shard`]) of this builder: in any order, they are sums.
+    pub fn merge(&mut self, shard: ProfileShard<'a>) {
+        if self.acc.decoded == 0 {
+            // Nothing added here yet: the shard, made with the same filter, phases and first
+            // time, becomes the aggregates as it is (merging it into empty tables would copy
+            // every per-PC aggregate, a measurable part of the report's time).
+            self.acc = shard;
+        } else {
+            self.acc.merge(shard);
+        }
     }
 
     /// Adds one decoded sample (samples arrive in time order).
