@@ -328,9 +328,10 @@ static inline void cache_prefetch_set_lines(const SlCache *c, Addr line)
    for (k = 0; k < c->assoc; k += 64 / sizeof(SlLine)) SL_PREFETCH(&c->lines[base + k]);
 }
 
-static inline Int cache_find_victim(const SlCache *c, Addr line, UInt *victim)
+static SL_ALWAYS_INLINE Int cache_find_victim(const SlCache *c, Addr line, UInt *victim)
 {
-   /* the default associativities, unrolled */
+   /* the default associativities, unrolled; inlined into the line-fill path (l2_access,
+    * slc_insert) rather than called: that path runs for every prefetched line */
    switch (c->assoc) {
    case 8: return find_victim_n(c, line, victim, 8);
    case 16: return find_victim_n(c, line, victim, 16);
@@ -830,7 +831,9 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
 /* The l1_recent slot of a line. */
 static inline UInt l1_memo_slot(Addr line) { return (UInt)line & (SL_L1_MEMO - 1); }
 
-static void prefetch_line(SlCore *c, Addr line, ULong t)
+/* (prefetch_line and prefetch_train are inlined into their callers, l1_first_use and l1_miss:
+ * one call fewer per prefetched line) */
+static SL_ALWAYS_INLINE void prefetch_line(SlCore *c, Addr line, ULong t)
 {
    SlLine *l, *l2;
    ULong ready;
@@ -856,7 +859,7 @@ static void prefetch_line(SlCore *c, Addr line, ULong t)
    c->l1_recent[l1_memo_slot(line)] = (UInt)(l - c->l1d.lines);
 }
 
-static void prefetch_train(SlCore *c, Addr line, ULong t)
+static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
 {
    const SlConfig *cfg = &c->sys->cfg;
    Addr page = (line >> 6) + 1;
