@@ -1725,8 +1725,7 @@ static void sl_atfork_child(ThreadId tid)
          if (!c) continue;
          VG_(memset)(c->c, 0, sizeof c->c);
          c->c[SL_T_IDLE_TQ] = c->t;
-         c->next_sample -= c->pop;
-         c->pop = 0;
+         sl_core_rebase_ops(c);
       }
    }
    VG_(snprintf)(child_path, sizeof child_path, "%s.%d", clo_out, main_pid);

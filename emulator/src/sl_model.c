@@ -454,6 +454,18 @@ void sl_core_set_active(SlCore *c, Bool active)
    if (active) c->sys->n_active++; else c->sys->n_active--;
 }
 
+void sl_core_rebase_ops(SlCore *c)
+{
+   ULong p = c->pop, h;
+   c->next_sample -= p;
+   for (h = c->rob_head; h != c->rob_tail; h++) {
+      SlRobEnt *e = &c->rob[h & c->rob_mask];
+      e->due = e->due > p ? e->due - p : 0; /* (an entry due already goes at the next op) */
+   }
+   if (c->rob_head != c->rob_tail) c->rob_due = c->rob[c->rob_head & c->rob_mask].due;
+   c->pop = 0;
+}
+
 void sl_core_sync_clock(SlCore *c, ULong t)
 {
    if (t > c->t) {

@@ -350,6 +350,11 @@ typedef struct {
 /* Counts retired instructions (guest instructions). */
 static inline void sl_retire_insns(SlCore *c, UInt n) { c->c[SL_C_INST_RETIRED] += n; }
 
+/* Restarts a core's op count at 0 (a forked child's SAMPLE_POP counts its own ops), moving
+ * everything indexed by it (the next selected op, the reorder-window entries' release points)
+ * along, so the pipeline carries on as it was. */
+void sl_core_rebase_ops(SlCore *c);
+
 /* Moves a core's clock forward (idle time: not counted as CPU_CYCLES). */
 void sl_core_sync_clock(SlCore *c, ULong t);
 

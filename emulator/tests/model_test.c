@@ -225,6 +225,39 @@ static void test_dependent_chain_timing(void)
    CHECK(ready - t0 == 100ull * 4 * SL_TQ, "chain %llu tq", (unsigned long long)(ready - t0));
 }
 
+/* A forked child's core restarts its op count; a long load in flight at the fork must still
+ * hold back the op rob_size after it, exactly as without the fork. Two identical cores: A runs
+ * a DRAM load then rob_size single ops; B runs 10000 ops first, the load, a rebase (the fork),
+ * then the same rob_size ops. Both must take the same time from the load's dispatch, at least
+ * the load's latency (the window fills up behind it). */
+static void test_fork_rebase_keeps_the_window(void)
+{
+   SlSystem *sa = tiny(), *sb = tiny();
+   SlCore *a = sl_core(sa, 0), *b = sl_core(sb, 0);
+   SlMemOp m = {0x4000, 0x70000000, 8, False, SL_LS_GP, 0};
+   UInt R = sa->cfg.rob_size, i;
+   ULong ta, tb, ca, cb;
+   SlLevel l;
+   for (i = 0; i < 10000; i++) sl_alu(b, 1, NULL, NULL);
+   ta = a->t;
+   ca = sl_mem(a, &m, &l);
+   CHECK(l == SL_LVL_DRAM, "A load from %s", lv(l));
+   tb = b->t;
+   cb = sl_mem(b, &m, &l);
+   CHECK(l == SL_LVL_DRAM, "B load from %s", lv(l));
+   sl_core_rebase_ops(b);
+   CHECK(b->pop == 0, "B pop %llu after the rebase", (unsigned long long)b->pop);
+   for (i = 0; i < R; i++) {
+      sl_alu(a, 1, NULL, NULL);
+      sl_alu(b, 1, NULL, NULL);
+   }
+   CHECK(ca - ta == cb - tb, "load latency A %llu, B %llu tq", (unsigned long long)(ca - ta),
+         (unsigned long long)(cb - tb));
+   CHECK(a->t - ta >= ca - ta, "A: %u ops after the load dispatched before it completed", R);
+   CHECK(a->t - ta == b->t - tb, "A %llu tq, B %llu tq after the fork",
+         (unsigned long long)(a->t - ta), (unsigned long long)(b->t - tb));
+}
+
 static void test_branches(void)
 {
    SlSystem *s = tiny();
@@ -293,6 +326,7 @@ int main(void)
    test_tlb();
    test_sampling_interval();
    test_dependent_chain_timing();
+   test_fork_rebase_keeps_the_window();
    test_branches();
    test_collisions();
    if (failures) {
