@@ -1150,8 +1150,10 @@ mod tests {
     }
 
     fn json(b: ProfileBuilder) -> String {
+        let mut spaces = AddressSpaces::default();
+        spaces.finish();
         let r = b.finish(
-            &AddressSpaces::default(),
+            &spaces,
             &mut CodeSymbolizer::new(None),
             &HashMap::new(),
             RecordingInfo::default(),
