@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::common::CpuArgs;
-use crate::recording::{FilterArgs, Recording};
+use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 /// Annotate a function: its instructions with the samples, load latency, data sources and
 /// branch mispredictions SPE attributed to each, and the source lines they come from.
@@ -47,14 +47,8 @@ pub struct AnnotateArgs {
     #[arg(long)]
     pub no_source: bool,
 
-    /// Look for the recorded binaries under this directory (like perf --symfs)
-    #[arg(long, value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-
-    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
-    /// when the recording was made on this machine's running kernel]
-    #[arg(long, value_name = "FILE")]
-    pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -88,7 +82,7 @@ pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     }
 
     // Symbolize the sampled PCs (one batch) and keep the function's.
-    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
+    let mut symbolizer = rec.symbolizer(&args.symbols)?;
     let keys: Vec<(Option<u32>, u64)> = per_pc.keys().copied().collect();
     let mut requests = Vec::new();
     let mut of_request = Vec::new();

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::common::CpuArgs;
-use crate::recording::{FilterArgs, Recording};
+use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 /// Find cache lines that move between cores (false and true sharing), like `perf c2c report`.
 ///
@@ -58,14 +58,8 @@ pub struct C2cArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
 
-    /// Look for the recorded binaries under this directory (like perf --symfs)
-    #[arg(long, value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-
-    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
-    /// when the recording was made on this machine's running kernel]
-    #[arg(long, value_name = "FILE")]
-    pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -193,8 +187,8 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
     }
 
     // Pass 2: details of those lines.
-    let objects = rec.ctx.data_objects(args.symfs.as_ref());
-    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
+    let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
+    let mut symbolizer = rec.symbolizer(&args.symbols)?;
     scan.finish(&rec, &stats, &objects, &mut symbolizer, args.limit)
 }
 

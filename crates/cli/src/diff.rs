@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::common::CpuArgs;
-use crate::recording::{FilterArgs, Recording};
+use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DiffBy {
@@ -55,14 +55,8 @@ pub struct DiffArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Look for the recorded binaries under this directory (like perf --symfs)
-    #[arg(long, value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-
-    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
-    /// when the recording was made on this machine's running kernel]
-    #[arg(long, value_name = "FILE")]
-    pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -74,8 +68,8 @@ pub struct DiffArgs {
 fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     let rec = Recording::open(path, &args.interp)?;
     let filter = args.filter.filter(&rec.ctx)?;
-    let objects = rec.ctx.data_objects(args.symfs.as_ref());
-    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
+    let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
+    let mut symbolizer = rec.symbolizer(&args.symbols)?;
     let limits = ReportLimits {
         hotspot_rows: usize::MAX,
         object_rows: usize::MAX,

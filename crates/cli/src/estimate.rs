@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::common::CpuArgs;
-use crate::recording::{pc_range, FilterArgs, Recording};
+use crate::recording::{pc_range, FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum What {
@@ -89,14 +89,8 @@ pub struct EstimateArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// Look for the recorded binaries under this directory (like perf --symfs)
-    #[arg(long, value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-
-    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
-    /// when the recording was made on this machine's running kernel]
-    #[arg(long, value_name = "FILE")]
-    pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -163,7 +157,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         );
     }
 
-    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
+    let mut symbolizer = rec.symbolizer(&args.symbols)?;
     if let Some(name) = &args.symbol {
         let keys = per_pc.keys().filter_map(|(pid, pc)| pc.map(|p| (*pid, p)));
         let keep: HashSet<(Option<u32>, u64)> = rec.pcs_in_function(&mut symbolizer, keys, name);
@@ -236,7 +230,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
                 pcs.push((m, *pc, acc.span.samples));
             }
             pcs.sort_by_key(|p| p.1);
-            let mut reader = CodeReader::new(args.symfs.clone());
+            let mut reader = CodeReader::new(args.symbols.symfs.clone());
             Some(bytes_from_instructions(&pcs, &mut reader).map_err(|e| {
                 anyhow::anyhow!(
                     "{path}: cannot infer the bytes per operation: {e}; pass --bytes-per-op N"

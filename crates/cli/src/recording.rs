@@ -21,6 +21,20 @@ use std::sync::Arc;
 
 use crate::common::CpuArgs;
 
+/// Where the recorded binaries and the kernel's symbols are (the same for every command that
+/// names code).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SymbolArgs {
+    /// Look for the recorded binaries under this directory (like perf --symfs)
+    #[arg(long, value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
+
+    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
+    /// when the recording was made on this machine's running kernel]
+    #[arg(long, value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+}
+
 /// Sample filters (the same as `spelunk report`'s).
 #[derive(Args, Debug, Clone, Default)]
 pub struct FilterArgs {
@@ -235,13 +249,9 @@ impl Recording {
     /// `kallsyms` when given, else from this machine's /proc/kallsyms when the recording was
     /// made on this machine's running kernel (same hostname and kernel release in the header)
     /// and the file shows addresses; otherwise kernel PCs stay `[kernel.kallsyms]`.
-    pub fn symbolizer(
-        &self,
-        symfs: Option<PathBuf>,
-        kallsyms: Option<&Path>,
-    ) -> anyhow::Result<CodeSymbolizer> {
-        let sym = CodeSymbolizer::new(symfs);
-        if let Some(path) = kallsyms {
+    pub fn symbolizer(&self, args: &SymbolArgs) -> anyhow::Result<CodeSymbolizer> {
+        let sym = CodeSymbolizer::new(args.symfs.clone());
+        if let Some(path) = args.kallsyms.as_deref() {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("--kallsyms {}", path.display()))?;
             let k = KernelSymbols::parse(&text)

@@ -17,7 +17,7 @@ use std::process::ExitCode;
 
 use crate::c2c::{check_line_size, C2cScan};
 use crate::common::CpuArgs;
-use crate::recording::{pc_range, FilterArgs, Recording};
+use crate::recording::{pc_range, FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum By {
@@ -102,14 +102,8 @@ pub struct ReportArgs {
     #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c")]
     pub line_size: u64,
 
-    /// Look for the recorded binaries under this directory (like perf --symfs)
-    #[arg(long, value_name = "DIR")]
-    pub symfs: Option<PathBuf>,
-
-    /// Name kernel PCs from this kallsyms file of the recorded kernel [default: /proc/kallsyms
-    /// when the recording was made on this machine's running kernel]
-    #[arg(long, value_name = "FILE")]
-    pub kallsyms: Option<PathBuf>,
+    #[command(flatten)]
+    pub symbols: SymbolArgs,
 
     #[command(flatten)]
     pub interp: CpuArgs,
@@ -130,8 +124,8 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         check_line_size(args.line_size)?;
     }
     let rec = Recording::open(&args.file, &args.interp)?;
-    let objects = rec.ctx.data_objects(args.symfs.as_ref());
-    let mut symbolizer = rec.symbolizer(args.symfs.clone(), args.kallsyms.as_deref())?;
+    let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
+    let mut symbolizer = rec.symbolizer(&args.symbols)?;
     // Tables keep --limit rows (after sorting); a page keeps at least 50, as it sorts them
     // itself (and the JSON printed with it is the page's).
     let rows = if args.html.is_some() {
