@@ -61,18 +61,11 @@ impl EventClass {
     ];
 
     pub fn parse(s: &str) -> Option<EventClass> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
-            .map(|(_, c)| *c)
+        by_name(&Self::ALL, s)
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, c)| *c == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("?")
+        name_of(&Self::ALL, self)
     }
 
     fn accepts(self, s: &SpeSample, kind: OpKind, ds: Option<DataSource>) -> bool {
@@ -137,18 +130,11 @@ impl HotspotSort {
     ];
 
     pub fn parse(s: &str) -> Option<HotspotSort> {
-        Self::ALL
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
-            .map(|(_, k)| *k)
+        by_name(&Self::ALL, s)
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL
-            .iter()
-            .find(|(_, k)| *k == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("?")
+        name_of(&Self::ALL, self)
     }
 
     /// The figure this order ranks by; None when the group has none (sorted last).
@@ -1118,6 +1104,19 @@ pub fn group_stats(a: &Agg, selected: u64) -> GroupStats {
         load_exec_latency: summary(&a.load_exec),
         sources,
     }
+}
+
+/// The value named `s` (case-insensitive, trimmed) in a table of command-line names.
+fn by_name<T: Copy>(table: &[(&'static str, T)], s: &str) -> Option<T> {
+    table
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(s.trim()))
+        .map(|(_, v)| *v)
+}
+
+/// The command-line name of `v` in such a table ("?" when absent).
+fn name_of<T: PartialEq>(table: &[(&'static str, T)], v: T) -> &'static str {
+    table.iter().find(|(_, t)| *t == v).map_or("?", |(n, _)| *n)
 }
 
 #[cfg(test)]
