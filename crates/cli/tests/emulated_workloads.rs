@@ -247,9 +247,17 @@ fn pointer_chase_samples_land_on_the_chasing_loads() {
         chase_loads as f64 >= 0.98 * loads as f64,
         "{chase_loads} of the phase's {loads} loads are in chase()"
     );
-    // 8 MB: beyond L2 (1 MB), inside the system cache (32 MB) of the emulated N1 system.
-    assert_eq!(r["data_sources"][0]["source"], "LL-CACHE");
-    assert!(r["data_sources"][0]["share"].as_f64().unwrap() > 0.95);
+    // 8 MB: beyond L2 (1 MB), inside the system cache (32 MB) of the emulated N1 system. The
+    // rows are ordered nearest level first (docs/report.md), so the dominant one is the row
+    // with the most loads, not the first: an annotation call's GOT load sampled in the phase
+    // is an L1D row ahead of it.
+    let sources = r["data_sources"].as_array().unwrap();
+    let top = sources
+        .iter()
+        .max_by_key(|d| u(&d["loads"]))
+        .expect("no data source rows");
+    assert_eq!(top["source"], "LL-CACHE", "{}", r["data_sources"]);
+    assert!(top["share"].as_f64().unwrap() > 0.95, "{top}");
 }
 
 /// Seed 000 §5: the reader's field shares a line with the lock thread's fields, so spelunk c2c
