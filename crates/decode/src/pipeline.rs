@@ -128,6 +128,15 @@ pub trait SampleMap: Send {
     /// Maps the sample made of `record` placed in `context` (the record is the decoder's own:
     /// no copy is made unless the map makes one).
     fn map(&mut self, record: &SpeRecord, context: &SampleContext) -> Self::Item;
+    /// The worker is about to map a run of records (a piece of its stream). A map that
+    /// borrows shared state for a run (an aggregate from a pool smaller than the number of
+    /// streams) takes it here; `map` is only called between `begin` and [`Self::end`].
+    #[inline]
+    fn begin(&mut self) {}
+    /// The run is over: the worker may now block (handing a batch to the merge, which may be
+    /// waiting for another stream) or finish, so shared state taken in `begin` goes back.
+    #[inline]
+    fn end(&mut self) {}
 }
 
 /// Where and when a record was sampled: an [`SpeSample`] without its record.
@@ -312,6 +321,7 @@ fn worker<S: AuxSource, M: SampleMap>(
                 });
                 return done(dec);
             }
+            map.begin();
             dec.feed_each(&buf[..n], at, |r| {
                 if stopped {
                     return;
@@ -333,9 +343,14 @@ fn worker<S: AuxSource, M: SampleMap>(
                         Err(_) => Batch::with_capacity(batch_len),
                     };
                     let full = std::mem::replace(&mut batch, next);
+                    // The send blocks while the merge waits on other streams: nothing
+                    // shared may be held meanwhile (see SampleMap::end).
+                    map.end();
                     stopped = tx.send(Msg::Batch(full)).is_err();
+                    map.begin();
                 }
             });
+            map.end();
             if stopped {
                 return done(dec); // the merge stopped (sink error)
             }

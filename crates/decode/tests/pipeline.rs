@@ -263,3 +263,79 @@ fn sink_errors_stop_the_workers() {
     assert!(matches!(err, PipelineError::Sink(_)));
     assert_eq!(n, 100);
 }
+
+/// A map that holds the only token of a pool while it maps (as the report's profile shards
+/// are pooled): workers must give it back before they block handing a batch to the merge,
+/// which may be waiting for another stream's batch, or the decode would deadlock. A worker
+/// that waits more than 20 s for the token panics instead (a failed test, not a hang).
+struct TokenMap<'p> {
+    pool: &'p (std::sync::Mutex<bool>, std::sync::Condvar),
+    held: bool,
+    mapped: u64,
+}
+
+impl spelunk_decode::SampleMap for TokenMap<'_> {
+    type Item = u32;
+    fn map(&mut self, r: &SpeRecord, _: &spelunk_decode::SampleContext) -> u32 {
+        assert!(self.held, "map called outside begin/end");
+        self.mapped += 1;
+        r.context_el1.unwrap_or(0)
+    }
+    fn begin(&mut self) {
+        assert!(!self.held, "begin twice");
+        let (lock, cv) = self.pool;
+        let free = lock.lock().unwrap();
+        let (mut free, timeout) = cv
+            .wait_timeout_while(free, std::time::Duration::from_secs(20), |f| !*f)
+            .unwrap();
+        assert!(!timeout.timed_out(), "token never given back: deadlock");
+        *free = false;
+        self.held = true;
+    }
+    fn end(&mut self) {
+        assert!(self.held, "end without begin");
+        let (lock, cv) = self.pool;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+        self.held = false;
+    }
+}
+
+#[test]
+fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
+    // Interleaved times, so the merge needs every stream's next batch in turn.
+    let streams: Vec<Vec<SpeRecord>> = (0..6)
+        .map(|i| synth(10 + i, 4000, Some(100 + i as u32), 1_000_000 + i * 7))
+        .collect();
+    let (file, descs) = layout(&streams, 1000);
+    let plan = DecodePlan {
+        streams: descs,
+        time_conv: Some(Arc::new(|ticks| ticks)),
+        threads: ThreadTimeline::new(),
+    };
+    let opts = DecodeOptions {
+        piece_bytes: 4096,
+        buffer_budget_bytes: 1, // smallest batches: the workers block on the merge often
+        ..Default::default()
+    };
+    let pool = (std::sync::Mutex::new(true), std::sync::Condvar::new());
+    let mut maps: Vec<TokenMap> = (0..streams.len())
+        .map(|_| TokenMap {
+            pool: &pool,
+            held: false,
+            mapped: 0,
+        })
+        .collect();
+    let mut per_tid = std::collections::HashMap::<u32, u64>::new();
+    spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |tid| {
+        *per_tid.entry(*tid).or_default() += 1;
+        Ok::<(), std::io::Error>(())
+    })
+    .unwrap();
+    for (i, (m, recs)) in maps.iter().zip(&streams).enumerate() {
+        assert!(!m.held, "stream {i} kept the token");
+        assert_eq!(m.mapped, recs.len() as u64);
+        assert_eq!(per_tid[&(100 + i as u32)], recs.len() as u64);
+    }
+    assert!(*pool.0.lock().unwrap(), "the token is back");
+}
