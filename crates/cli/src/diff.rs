@@ -78,7 +78,8 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     };
     let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
         .with_phases(rec.ctx.phases.clone());
-    let stats = rec.decode(|s| builder.add(s))?;
+    // The same parallel aggregation as `spelunk report` (the same figures as a serial pass).
+    let stats = crate::report::profile(&rec, &mut builder, None)?;
     let info = RecordingInfo {
         file: rec.path().to_string(),
         losses: rec.losses(&stats),

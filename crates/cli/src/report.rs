@@ -305,7 +305,7 @@ impl SampleMap for ProfileMapWithSample<'_, '_> {
 /// workers, into a pool of shards (about one per core), and only the order-dependent part (first
 /// time, timeline reservoir) in the time-ordered merge; the shards are merged at the end
 /// (sums).
-fn profile(
+pub(crate) fn profile(
     rec: &Recording,
     builder: &mut ProfileBuilder,
     c2c: Option<&mut C2cScan>,
