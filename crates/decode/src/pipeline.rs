@@ -135,6 +135,7 @@ pub trait SampleMap: Send {
     fn begin(&mut self) {}
     /// The run is over: the worker may now block (handing a batch to the merge, which may be
     /// waiting for another stream) or finish, so shared state taken in `begin` goes back.
+    /// Also called once when the worker panics, inside a run or not.
     #[inline]
     fn end(&mut self) {}
 }
@@ -494,9 +495,18 @@ where
         for (stream, map) in plan.streams.iter().zip(maps.iter_mut()) {
             let (tx, rx) = sync_channel(CHANNEL_DEPTH);
             let (free_tx, free_rx) = channel();
-            handles.push(
-                scope.spawn(move || worker(src, plan, stream, opts, batch_len, map, tx, free_rx)),
-            );
+            handles.push(scope.spawn(move || {
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    worker(src, plan, stream, opts, batch_len, &mut *map, tx, free_rx)
+                }));
+                run.unwrap_or_else(|panic| {
+                    // Give back what the map holds (see SampleMap::end): other workers waiting
+                    // on a shared pool then finish, and the decode fails with WorkerPanicked
+                    // instead of hanging.
+                    map.end();
+                    std::panic::resume_unwind(panic)
+                })
+            }));
             heads.push(Some(Head {
                 rx,
                 free: free_tx,

@@ -6,7 +6,9 @@ use spelunk_decode::{
 };
 use spelunk_spe::synth::{SynthConfig, SynthStream};
 use spelunk_spe::{RecordLayout, SpeRecord, SpeSample};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// A "file" in memory; optionally fails reads that touch `fail_at`.
 struct MemFile {
@@ -267,11 +269,28 @@ fn sink_errors_stop_the_workers() {
 /// A map that holds the only token of a pool while it maps (as the report's profile shards
 /// are pooled): workers must give it back before they block handing a batch to the merge,
 /// which may be waiting for another stream's batch, or the decode would deadlock. A worker
-/// that waits more than 20 s for the token panics instead (a failed test, not a hang).
+/// that waits more than 20 s for the token records it and panics (a failed test, not a hang).
 struct TokenMap<'p> {
-    pool: &'p (std::sync::Mutex<bool>, std::sync::Condvar),
+    pool: &'p (Mutex<bool>, Condvar),
+    timed_out: &'p AtomicBool,
     held: bool,
     mapped: u64,
+    unpaired_ends: u64,
+    /// Panics on mapping this many records (a bug in a map or the decoder).
+    panic_at: Option<u64>,
+}
+
+impl<'p> TokenMap<'p> {
+    fn new(pool: &'p (Mutex<bool>, Condvar), timed_out: &'p AtomicBool) -> Self {
+        TokenMap {
+            pool,
+            timed_out,
+            held: false,
+            mapped: 0,
+            unpaired_ends: 0,
+            panic_at: None,
+        }
+    }
 }
 
 impl spelunk_decode::SampleMap for TokenMap<'_> {
@@ -279,31 +298,40 @@ impl spelunk_decode::SampleMap for TokenMap<'_> {
     fn map(&mut self, r: &SpeRecord, _: &spelunk_decode::SampleContext) -> u32 {
         assert!(self.held, "map called outside begin/end");
         self.mapped += 1;
+        if Some(self.mapped) == self.panic_at {
+            panic!("injected panic while holding the token");
+        }
         r.context_el1.unwrap_or(0)
     }
     fn begin(&mut self) {
         assert!(!self.held, "begin twice");
         let (lock, cv) = self.pool;
-        let free = lock.lock().unwrap();
-        let (mut free, timeout) = cv
-            .wait_timeout_while(free, std::time::Duration::from_secs(20), |f| !*f)
-            .unwrap();
-        assert!(!timeout.timed_out(), "token never given back: deadlock");
+        let free = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut free, wait) = cv
+            .wait_timeout_while(free, Duration::from_secs(20), |f| !*f)
+            .unwrap_or_else(|e| e.into_inner());
+        if wait.timed_out() {
+            self.timed_out.store(true, Ordering::Relaxed);
+            panic!("token never given back: deadlock");
+        }
         *free = false;
         self.held = true;
     }
     fn end(&mut self) {
-        assert!(self.held, "end without begin");
+        if !self.held {
+            self.unpaired_ends += 1;
+            return;
+        }
         let (lock, cv) = self.pool;
-        *lock.lock().unwrap() = true;
+        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
         cv.notify_all();
         self.held = false;
     }
 }
 
-#[test]
-fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
-    // Interleaved times, so the merge needs every stream's next batch in turn.
+/// Six streams of interleaved times (the merge needs every stream's next batch in turn),
+/// decoded in the smallest batches so the workers block on the merge often.
+fn six_interleaved_streams() -> (Vec<Vec<SpeRecord>>, MemFile, DecodePlan, DecodeOptions) {
     let streams: Vec<Vec<SpeRecord>> = (0..6)
         .map(|i| synth(10 + i, 4000, Some(100 + i as u32), 1_000_000 + i * 7))
         .collect();
@@ -315,16 +343,19 @@ fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
     };
     let opts = DecodeOptions {
         piece_bytes: 4096,
-        buffer_budget_bytes: 1, // smallest batches: the workers block on the merge often
+        buffer_budget_bytes: 1,
         ..Default::default()
     };
-    let pool = (std::sync::Mutex::new(true), std::sync::Condvar::new());
+    (streams, file, plan, opts)
+}
+
+#[test]
+fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
+    let (streams, file, plan, opts) = six_interleaved_streams();
+    let pool = (Mutex::new(true), Condvar::new());
+    let timed_out = AtomicBool::new(false);
     let mut maps: Vec<TokenMap> = (0..streams.len())
-        .map(|_| TokenMap {
-            pool: &pool,
-            held: false,
-            mapped: 0,
-        })
+        .map(|_| TokenMap::new(&pool, &timed_out))
         .collect();
     let mut per_tid = std::collections::HashMap::<u32, u64>::new();
     spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |tid| {
@@ -334,8 +365,34 @@ fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
     .unwrap();
     for (i, (m, recs)) in maps.iter().zip(&streams).enumerate() {
         assert!(!m.held, "stream {i} kept the token");
+        assert_eq!(m.unpaired_ends, 0, "stream {i}: end without begin");
         assert_eq!(m.mapped, recs.len() as u64);
         assert_eq!(per_tid[&(100 + i as u32)], recs.len() as u64);
     }
     assert!(*pool.0.lock().unwrap(), "the token is back");
+}
+
+/// A worker that panics while its map holds the token: the decode fails with
+/// WorkerPanicked, and no other worker waits for the token in vain.
+#[test]
+fn a_worker_panicking_inside_a_run_fails_the_decode_without_a_hang() {
+    let (streams, file, plan, opts) = six_interleaved_streams();
+    let pool = (Mutex::new(true), Condvar::new());
+    let timed_out = AtomicBool::new(false);
+    let mut maps: Vec<TokenMap> = (0..streams.len())
+        .map(|_| TokenMap::new(&pool, &timed_out))
+        .collect();
+    maps[2].panic_at = Some(1500);
+    let r = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        Ok::<(), std::io::Error>(())
+    });
+    assert!(
+        matches!(r, Err(PipelineError::WorkerPanicked { stream: 2 })),
+        "{r:?}"
+    );
+    assert!(
+        !timed_out.load(Ordering::Relaxed),
+        "a worker waited for the token in vain"
+    );
+    assert!(!maps[2].held, "the panicking worker's token was given back");
 }
