@@ -285,6 +285,34 @@ struct WorkerResult {
     issues: Vec<DecodeIssue>,
 }
 
+/// Reads `stream`'s chunks in file order, in pieces of at most `buf.len()` bytes, telling
+/// `dec` where a chunk does not continue the previous one; `piece` gets each piece and its file
+/// offset and returns whether to go on. A failed read stops with its (offset, length, error).
+fn read_pieces<S: AuxSource>(
+    src: &S,
+    stream: &StreamDesc,
+    buf: &mut [u8],
+    dec: &mut RecordDecoder,
+    mut piece: impl FnMut(&mut RecordDecoder, &[u8], u64) -> bool,
+) -> Result<(), (u64, usize, std::io::Error)> {
+    for chunk in &stream.chunks {
+        if !chunk.contiguous {
+            dec.discontinuity();
+        }
+        let mut off = 0u64;
+        while off < chunk.size {
+            let n = (chunk.size - off).min(buf.len() as u64) as usize;
+            let at = chunk.file_offset + off;
+            src.read_at(at, &mut buf[..n]).map_err(|e| (at, n, e))?;
+            if !piece(dec, &buf[..n], at) {
+                return Ok(());
+            }
+            off += n as u64;
+        }
+    }
+    Ok(())
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker<S: AuxSource, M: SampleMap>(
     src: &S,
@@ -306,60 +334,48 @@ fn worker<S: AuxSource, M: SampleMap>(
         stats: *dec.stats(),
         issues: dec.issues().to_vec(),
     };
-    for chunk in &stream.chunks {
-        if !chunk.contiguous {
-            dec.discontinuity();
-        }
-        let mut off = 0u64;
-        while off < chunk.size {
-            let n = (chunk.size - off).min(buf.len() as u64) as usize;
-            let at = chunk.file_offset + off;
-            if let Err(error) = src.read_at(at, &mut buf[..n]) {
-                let _ = tx.send(Msg::ReadError {
-                    offset: at,
-                    len: n,
-                    error,
-                });
-                return done(dec);
-            }
-            map.begin();
-            dec.feed_each(&buf[..n], at, |r| {
-                if stopped {
-                    return;
-                }
-                let c = att.attribute(r);
-                if let Some(t) = c.time_ns {
-                    last_key = t;
-                }
-                batch.keys.push(last_key);
-                batch.items.push(map.map(r, &c));
-                if batch.items.len() >= batch_len {
-                    // Reuse a batch the merge has finished with (no fresh pages to fault in).
-                    let next = match free.try_recv() {
-                        Ok(mut b) => {
-                            b.keys.clear();
-                            b.items.clear();
-                            b
-                        }
-                        Err(_) => Batch::with_capacity(batch_len),
-                    };
-                    let full = std::mem::replace(&mut batch, next);
-                    // The send blocks while the merge waits on other streams: nothing
-                    // shared may be held meanwhile (see SampleMap::end).
-                    map.end();
-                    stopped = tx.send(Msg::Batch(full)).is_err();
-                    map.begin();
-                }
-            });
-            map.end();
+    let read = read_pieces(src, stream, &mut buf, &mut dec, |dec, piece, at| {
+        map.begin();
+        dec.feed_each(piece, at, |r| {
             if stopped {
-                return done(dec); // the merge stopped (sink error)
+                return;
             }
-            if let Some(p) = &opts.progress {
-                p.fetch_add(n as u64, Ordering::Relaxed);
+            let c = att.attribute(r);
+            if let Some(t) = c.time_ns {
+                last_key = t;
             }
-            off += n as u64;
+            batch.keys.push(last_key);
+            batch.items.push(map.map(r, &c));
+            if batch.items.len() >= batch_len {
+                // Reuse a batch the merge has finished with (no fresh pages to fault in).
+                let next = match free.try_recv() {
+                    Ok(mut b) => {
+                        b.keys.clear();
+                        b.items.clear();
+                        b
+                    }
+                    Err(_) => Batch::with_capacity(batch_len),
+                };
+                let full = std::mem::replace(&mut batch, next);
+                // The send blocks while the merge waits on other streams: nothing shared
+                // may be held meanwhile (see SampleMap::end).
+                map.end();
+                stopped = tx.send(Msg::Batch(full)).is_err();
+                map.begin();
+            }
+        });
+        map.end();
+        if let Some(p) = &opts.progress {
+            p.fetch_add(piece.len() as u64, Ordering::Relaxed);
         }
+        !stopped // false: the merge stopped (sink error)
+    });
+    if let Err((offset, len, error)) = read {
+        let _ = tx.send(Msg::ReadError { offset, len, error });
+        return done(dec);
+    }
+    if stopped {
+        return done(dec);
     }
     dec.finish();
     if !batch.items.is_empty() {
@@ -390,33 +406,21 @@ pub fn first_time_ns<S: AuxSource>(
         let mut dec = RecordDecoder::new();
         let mut buf = vec![0u8; opts.piece_bytes.max(1)];
         let mut first = None;
-        for chunk in &stream.chunks {
-            if !chunk.contiguous {
-                dec.discontinuity();
-            }
-            let mut off = 0u64;
-            while off < chunk.size {
-                let n = (chunk.size - off).min(buf.len() as u64) as usize;
-                let at = chunk.file_offset + off;
-                src.read_at(at, &mut buf[..n])
-                    .map_err(|source| PipelineError::Read {
-                        name: src.name(),
-                        offset: at,
-                        len: n,
-                        source,
-                    })?;
-                dec.feed_each(&buf[..n], at, |r| {
-                    if first.is_none() {
-                        first = r.timestamp.map(|ts| tc(ts));
-                    }
-                });
-                if first.is_some() {
-                    return Ok(first);
+        read_pieces(src, stream, &mut buf, &mut dec, |dec, piece, at| {
+            dec.feed_each(piece, at, |r| {
+                if first.is_none() {
+                    first = r.timestamp.map(|ts| tc(ts));
                 }
-                off += n as u64;
-            }
-        }
-        Ok(None)
+            });
+            first.is_none()
+        })
+        .map_err(|(offset, len, source)| PipelineError::Read {
+            name: src.name(),
+            offset,
+            len,
+            source,
+        })?;
+        Ok(first)
     };
     let firsts: Vec<_> = std::thread::scope(|scope| {
         let handles: Vec<_> = plan

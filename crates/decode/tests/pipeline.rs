@@ -266,31 +266,49 @@ fn sink_errors_stop_the_workers() {
     assert_eq!(n, 100);
 }
 
-/// A map that holds the only token of a pool while it maps (as the report's profile shards
-/// are pooled): workers must give it back before they block handing a batch to the merge,
-/// which may be waiting for another stream's batch, or the decode would deadlock. A worker
-/// that waits more than 20 s for the token records it and panics (a failed test, not a hang).
+/// A pool of one token, which maps hold while they map (as the report's profile shards are
+/// pooled): workers must give it back before they block handing a batch to the merge, which
+/// may be waiting for another stream's batch, or the decode would deadlock. A worker that
+/// waits more than 20 s for the token records it and panics (a failed test, not a hang).
+struct TokenPool {
+    free: Mutex<bool>,
+    returned: Condvar,
+    timed_out: AtomicBool,
+}
+
+impl TokenPool {
+    fn new() -> Self {
+        TokenPool {
+            free: Mutex::new(true),
+            returned: Condvar::new(),
+            timed_out: AtomicBool::new(false),
+        }
+    }
+
+    fn maps(&self, n: usize) -> Vec<TokenMap<'_>> {
+        (0..n)
+            .map(|_| TokenMap {
+                pool: self,
+                held: false,
+                mapped: 0,
+                unpaired_ends: 0,
+                panic_at: None,
+            })
+            .collect()
+    }
+
+    fn is_free(&self) -> bool {
+        *self.free.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 struct TokenMap<'p> {
-    pool: &'p (Mutex<bool>, Condvar),
-    timed_out: &'p AtomicBool,
+    pool: &'p TokenPool,
     held: bool,
     mapped: u64,
     unpaired_ends: u64,
     /// Panics on mapping this many records (a bug in a map or the decoder).
     panic_at: Option<u64>,
-}
-
-impl<'p> TokenMap<'p> {
-    fn new(pool: &'p (Mutex<bool>, Condvar), timed_out: &'p AtomicBool) -> Self {
-        TokenMap {
-            pool,
-            timed_out,
-            held: false,
-            mapped: 0,
-            unpaired_ends: 0,
-            panic_at: None,
-        }
-    }
 }
 
 impl spelunk_decode::SampleMap for TokenMap<'_> {
@@ -305,13 +323,14 @@ impl spelunk_decode::SampleMap for TokenMap<'_> {
     }
     fn begin(&mut self) {
         assert!(!self.held, "begin twice");
-        let (lock, cv) = self.pool;
-        let free = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut free, wait) = cv
+        let free = self.pool.free.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut free, wait) = self
+            .pool
+            .returned
             .wait_timeout_while(free, Duration::from_secs(20), |f| !*f)
             .unwrap_or_else(|e| e.into_inner());
         if wait.timed_out() {
-            self.timed_out.store(true, Ordering::Relaxed);
+            self.pool.timed_out.store(true, Ordering::Relaxed);
             panic!("token never given back: deadlock");
         }
         *free = false;
@@ -322,9 +341,8 @@ impl spelunk_decode::SampleMap for TokenMap<'_> {
             self.unpaired_ends += 1;
             return;
         }
-        let (lock, cv) = self.pool;
-        *lock.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        cv.notify_all();
+        *self.pool.free.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.pool.returned.notify_all();
         self.held = false;
     }
 }
@@ -352,11 +370,8 @@ fn six_interleaved_streams() -> (Vec<Vec<SpeRecord>>, MemFile, DecodePlan, Decod
 #[test]
 fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
     let (streams, file, plan, opts) = six_interleaved_streams();
-    let pool = (Mutex::new(true), Condvar::new());
-    let timed_out = AtomicBool::new(false);
-    let mut maps: Vec<TokenMap> = (0..streams.len())
-        .map(|_| TokenMap::new(&pool, &timed_out))
-        .collect();
+    let pool = TokenPool::new();
+    let mut maps = pool.maps(streams.len());
     let mut per_tid = std::collections::HashMap::<u32, u64>::new();
     spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |tid| {
         *per_tid.entry(*tid).or_default() += 1;
@@ -369,7 +384,7 @@ fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
         assert_eq!(m.mapped, recs.len() as u64);
         assert_eq!(per_tid[&(100 + i as u32)], recs.len() as u64);
     }
-    assert!(*pool.0.lock().unwrap(), "the token is back");
+    assert!(pool.is_free(), "the token is back");
 }
 
 /// A worker that panics while its map holds the token: the decode fails with
@@ -377,11 +392,8 @@ fn maps_sharing_one_token_neither_deadlock_nor_map_outside_a_run() {
 #[test]
 fn a_worker_panicking_inside_a_run_fails_the_decode_without_a_hang() {
     let (streams, file, plan, opts) = six_interleaved_streams();
-    let pool = (Mutex::new(true), Condvar::new());
-    let timed_out = AtomicBool::new(false);
-    let mut maps: Vec<TokenMap> = (0..streams.len())
-        .map(|_| TokenMap::new(&pool, &timed_out))
-        .collect();
+    let pool = TokenPool::new();
+    let mut maps = pool.maps(streams.len());
     maps[2].panic_at = Some(1500);
     let r = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
         Ok::<(), std::io::Error>(())
@@ -391,7 +403,7 @@ fn a_worker_panicking_inside_a_run_fails_the_decode_without_a_hang() {
         "{r:?}"
     );
     assert!(
-        !timed_out.load(Ordering::Relaxed),
+        !pool.timed_out.load(Ordering::Relaxed),
         "a worker waited for the token in vain"
     );
     assert!(!maps[2].held, "the panicking worker's token was given back");
