@@ -352,6 +352,33 @@ pub struct ProfileShard<'a> {
 }
 
 impl<'a> ProfileShard<'a> {
+    /// A shard with nothing added yet.
+    fn empty(
+        interp: &'a Interpretation,
+        objects: &'a DataObjects,
+        filter: Arc<Filter>,
+        phases: Arc<PhaseIndex>,
+        first_time_ns: Option<u64>,
+    ) -> Self {
+        ProfileShard {
+            interp,
+            objects,
+            filter,
+            phases,
+            first_time_ns,
+            last_time_ns: None,
+            decoded: 0,
+            memory_decoded: 0,
+            totals: Agg::default(),
+            per_pc: KeyedAggs::default(),
+            per_object: FastMap::default(),
+            per_source: Vec::new(),
+            per_thread: FastMap::default(),
+            per_cpu: FastMap::default(),
+            per_phase: FastMap::default(),
+        }
+    }
+
     /// Aggregates one decoded sample; returns what the time-ordered part needs of it.
     pub fn add(&mut self, s: &SpeSample) -> OrderedSample {
         self.decoded += 1;
@@ -536,23 +563,7 @@ impl<'a> ProfileBuilder<'a> {
             filter: filter.clone(),
             limits,
             first_time_ns: None,
-            acc: ProfileShard {
-                interp,
-                objects,
-                filter,
-                phases: phases.clone(),
-                first_time_ns: None,
-                last_time_ns: None,
-                decoded: 0,
-                memory_decoded: 0,
-                totals: Agg::default(),
-                per_pc: KeyedAggs::default(),
-                per_object: FastMap::default(),
-                per_source: Vec::new(),
-                per_thread: FastMap::default(),
-                per_cpu: FastMap::default(),
-                per_phase: FastMap::default(),
-            },
+            acc: ProfileShard::empty(interp, objects, filter, phases.clone(), None),
             timeline: Vec::new(),
             timeline_population: 0,
             rng: Rng::new(0x5e1c),
@@ -591,23 +602,13 @@ impl<'a> ProfileBuilder<'a> {
     /// range in the filter, the first time must have been set ([`Self::needs_first_time`], [`Self::set_first_time`]).
     pub fn shard(&self) -> ProfileShard<'a> {
         let a = &self.acc;
-        ProfileShard {
-            interp: a.interp,
-            objects: a.objects,
-            filter: a.filter.clone(),
-            phases: a.phases.clone(),
-            first_time_ns: a.first_time_ns,
-            last_time_ns: None,
-            decoded: 0,
-            memory_decoded: 0,
-            totals: Agg::default(),
-            per_pc: KeyedAggs::default(),
-            per_object: FastMap::default(),
-            per_source: Vec::new(),
-            per_thread: FastMap::default(),
-            per_cpu: FastMap::default(),
-            per_phase: FastMap::default(),
-        }
+        ProfileShard::empty(
+            a.interp,
+            a.objects,
+            a.filter.clone(),
+            a.phases.clone(),
+            a.first_time_ns,
+        )
     }
 
     /// Merges a shard (made by [`Self::shard`]) of this builder: in any order, they are sums.

@@ -247,17 +247,21 @@ impl<'p, 'a> ProfileMap<'p, 'a> {
         ProfileMap { pool, held: None }
     }
 
+    /// The shard this map holds, taken from the pool if it holds none (the worker calls
+    /// `begin` first, so only a map used outside a run takes one here).
     #[inline]
-    fn add(&mut self, s: &SpeSample) -> OrderedSample {
-        self.take();
-        self.held.as_mut().expect("a shard was just taken").add(s)
+    fn shard(&mut self) -> &mut ProfileShard<'a> {
+        let pool = self.pool;
+        self.held.get_or_insert_with(|| pool.take())
     }
 
     #[inline]
+    fn add(&mut self, s: &SpeSample) -> OrderedSample {
+        self.shard().add(s)
+    }
+
     fn take(&mut self) {
-        if self.held.is_none() {
-            self.held = Some(self.pool.take());
-        }
+        self.shard();
     }
 
     fn give_back(&mut self) {
