@@ -73,8 +73,8 @@ type FileVariables = Arc<Vec<(Arc<str>, u64, u64)>>;
 /// Per-process data objects.
 #[derive(Clone, Debug, Default)]
 pub struct DataObjects {
-    named: HashMap<u32, Vec<Arc<DataObject>>>,
-    regions: HashMap<u32, Vec<Arc<DataObject>>>,
+    named: HashMap<u32, SortedObjects>,
+    regions: HashMap<u32, SortedObjects>,
     /// Files whose symbols could not be read (missing here, not ELF).
     pub unreadable_files: Vec<Arc<str>>,
 }
@@ -82,15 +82,56 @@ pub struct DataObjects {
 /// Bound on the objects a lookup walks back over (nested or overlapping objects).
 const MAX_WALK: usize = 64;
 
-fn find(v: &[Arc<DataObject>], addr: u64, t: Option<u64>) -> Option<&Arc<DataObject>> {
-    let i = v.partition_point(|o| o.start <= addr);
-    // The innermost (smallest) live object containing addr.
-    v[..i]
-        .iter()
-        .rev()
-        .take(MAX_WALK)
-        .filter(|o| addr < o.end && o.live_at(t))
-        .min_by_key(|o| (o.kind, o.size()))
+/// Objects of one process sorted by start address, with the furthest end reached by any
+/// object up to each index (`reach`), so a lookup stops walking back as soon as no earlier
+/// object can contain the address. Without that bound every heap address walked back over
+/// the process's globals (up to [`MAX_WALK`] of them) on every sample; with it, an address
+/// past every object's end costs one binary search.
+#[derive(Clone, Debug, Default)]
+struct SortedObjects {
+    objects: Vec<Arc<DataObject>>,
+    /// `reach[i]` = max end of `objects[..=i]`.
+    reach: Vec<u64>,
+}
+
+impl SortedObjects {
+    fn from_sorted(objects: Vec<Arc<DataObject>>) -> SortedObjects {
+        let mut reach = Vec::with_capacity(objects.len());
+        let mut max_end = 0;
+        for o in &objects {
+            max_end = max_end.max(o.end);
+            reach.push(max_end);
+        }
+        SortedObjects { objects, reach }
+    }
+
+    fn insert(&mut self, o: Arc<DataObject>) {
+        let i = self.objects.partition_point(|x| x.start <= o.start);
+        let before = if i == 0 { 0 } else { self.reach[i - 1] };
+        let end = o.end;
+        self.objects.insert(i, o);
+        self.reach.insert(i, before.max(end));
+        for r in &mut self.reach[i + 1..] {
+            if *r >= end {
+                break;
+            }
+            *r = end;
+        }
+    }
+
+    /// The innermost (smallest) live object containing `addr`, walking back over at most
+    /// [`MAX_WALK`] objects that start at or below it.
+    fn find(&self, addr: u64, t: Option<u64>) -> Option<&Arc<DataObject>> {
+        let i = self.objects.partition_point(|o| o.start <= addr);
+        // Objects before the first index whose reach exceeds addr cannot contain it.
+        let first = self.reach[..i].partition_point(|&r| r <= addr);
+        let lo = first.max(i.saturating_sub(MAX_WALK));
+        self.objects[lo..i]
+            .iter()
+            .rev()
+            .filter(|o| addr < o.end && o.live_at(t))
+            .min_by_key(|o| (o.kind, o.size()))
+    }
 }
 
 impl DataObjects {
@@ -197,8 +238,8 @@ impl DataObjects {
             }
             named.sort_by_key(|o| o.start);
             regions.sort_by_key(|o| o.start);
-            out.named.insert(pid, named);
-            out.regions.insert(pid, regions);
+            out.named.insert(pid, SortedObjects::from_sorted(named));
+            out.regions.insert(pid, SortedObjects::from_sorted(regions));
         }
         out
     }
@@ -213,7 +254,6 @@ impl DataObjects {
         from_ns: u64,
         until_ns: u64,
     ) {
-        let v = self.named.entry(pid).or_default();
         let o = Arc::new(DataObject {
             start,
             end: start.saturating_add(size),
@@ -223,8 +263,7 @@ impl DataObjects {
             from_ns,
             until_ns,
         });
-        let i = v.partition_point(|x| x.start <= start);
-        v.insert(i, o);
+        self.named.entry(pid).or_default().insert(o);
     }
 
     /// The object `addr` of `pid` falls in at `time_ns` (most specific first).
@@ -237,7 +276,82 @@ impl DataObjects {
         let pid = pid?;
         self.named
             .get(&pid)
-            .and_then(|v| find(v, addr, time_ns))
-            .or_else(|| self.regions.get(&pid).and_then(|v| find(v, addr, time_ns)))
+            .and_then(|v| v.find(addr, time_ns))
+            .or_else(|| self.regions.get(&pid).and_then(|v| v.find(addr, time_ns)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(start: u64, end: u64, kind: ObjectKind, from_ns: u64, until_ns: u64) -> Arc<DataObject> {
+        Arc::new(DataObject {
+            start,
+            end,
+            name: Arc::from(format!("{start:#x}")),
+            kind,
+            dso: None,
+            from_ns,
+            until_ns,
+        })
+    }
+
+    /// The definition, by brute force: every live object containing addr, smallest
+    /// (kind, size) first; ties go to the later start (the walk runs backwards).
+    fn innermost(all: &[Arc<DataObject>], addr: u64, t: Option<u64>) -> Option<(u64, u64)> {
+        all.iter()
+            .filter(|o| o.start <= addr && addr < o.end && o.live_at(t))
+            .min_by_key(|o| (o.kind, o.size(), u64::MAX - o.start))
+            .map(|o| (o.start, o.end))
+    }
+
+    #[test]
+    fn lookup_matches_a_full_scan_with_nesting_lifetimes_and_far_addresses() {
+        // A deterministic xorshift so the case is the same on every run.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut all = Vec::new();
+        for _ in 0..300 {
+            let start = next() % 100_000;
+            let size = 1 + next() % 2_000;
+            let (from, until) = if next() % 3 == 0 {
+                let f = next() % 1_000;
+                (f, f + 1 + next() % 500)
+            } else {
+                (0, u64::MAX)
+            };
+            let kind = if next() % 2 == 0 {
+                ObjectKind::Annotated
+            } else {
+                ObjectKind::Global
+            };
+            all.push(obj(start, start + size, kind, from, until));
+        }
+        // Half built sorted at once, half inserted one by one (as annotations are).
+        let (first, rest) = all.split_at(150);
+        let mut sorted: Vec<_> = first.to_vec();
+        sorted.sort_by_key(|o| o.start);
+        let mut objects = SortedObjects::from_sorted(sorted);
+        for o in rest {
+            objects.insert(o.clone());
+        }
+        for _ in 0..20_000 {
+            let addr = next() % 110_000;
+            let t = if next() % 2 == 0 {
+                None
+            } else {
+                Some(next() % 1_600)
+            };
+            let got = objects.find(addr, t).map(|o| (o.start, o.end));
+            assert_eq!(got, innermost(&all, addr, t), "addr {addr:#x} t {t:?}");
+        }
+        // Far past every object: nothing, and reach says so without a walk.
+        assert!(objects.find(u64::MAX - 1, None).is_none());
     }
 }
