@@ -25,8 +25,9 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
+# SPELUNK_REQUIRE_RUNTIME: the LD_PRELOAD runtime's tests (gcc, addr2line) must run, not skip.
 unit:
-	$(CARGO) test --workspace --locked
+	SPELUNK_REQUIRE_RUNTIME=1 $(CARGO) test --workspace --locked
 
 # The SPE/PMU emulator (Valgrind tool) and the workloads, built here; then the emulator's
 # acceptance tests and `spelunk record --emulate` end to end (perf 6.1 as the oracle).

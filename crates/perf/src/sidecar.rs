@@ -39,6 +39,22 @@ pub struct NamedObject {
     pub kind: String,
 }
 
+/// A heap block (or anonymous mmap) logged by the LD_PRELOAD runtime with its allocation
+/// call stack (return addresses, innermost first; the first is in the allocating function).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Allocation {
+    pub pid: u32,
+    pub tid: u32,
+    pub address: u64,
+    pub size: u64,
+    /// Allocated at, and freed at (`u64::MAX` when never freed).
+    pub from_ns: u64,
+    pub until_ns: u64,
+    /// "malloc", "calloc", "realloc", "aligned" or "mmap".
+    pub kind: String,
+    pub stack: Vec<u64>,
+}
+
 /// A snapshot of counter values (cumulative since the thread's start).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterSnapshot {
@@ -100,6 +116,10 @@ pub struct Sidecar {
     pub objects: Vec<NamedObject>,
     pub counters: Counters,
     pub truth: Option<GroundTruth>,
+    /// Heap blocks by allocation site (the LD_PRELOAD runtime; empty otherwise, and then left
+    /// out of the file, so sidecars without allocations are unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocations: Vec<Allocation>,
 }
 
 /// Errors reading or writing a sidecar, naming the file.

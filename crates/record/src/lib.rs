@@ -9,6 +9,7 @@
 
 pub mod convert;
 pub mod emulator;
+pub mod runtime_log;
 
 pub use convert::{convert, Conversion, ConvertError};
 pub use emulator::{EmulatedRun, EmulatorError, EmulatorInstall, EmulatorOptions};
