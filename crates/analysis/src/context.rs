@@ -154,6 +154,13 @@ impl RecordingContext {
                     objects.annotate(pid, o.address, o.size, &o.name, o.from_ns, o.until_ns);
                 }
             }
+            if !sc.allocations.is_empty() {
+                objects.allocate(crate::alloc_sites::heap_blocks(
+                    &self.spaces,
+                    symfs,
+                    &sc.allocations,
+                ));
+            }
         }
         objects
     }

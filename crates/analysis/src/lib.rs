@@ -3,6 +3,7 @@
 //! computation over typed inputs; the only files it reads are the recorded binaries' symbols.
 
 pub mod agg;
+pub mod alloc_sites;
 pub mod annotate;
 pub mod c2c;
 pub mod context;

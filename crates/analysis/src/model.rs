@@ -109,6 +109,21 @@ pub struct ObjectRow {
     pub stats: GroupStats,
 }
 
+/// The heap blocks of one allocation site (the LD_PRELOAD runtime's `allocations`) and the
+/// accesses sampled in them: "data objects by allocation site".
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AllocationSiteRow {
+    /// `file:line (function)` of the allocating call (docs/report.md).
+    pub site: String,
+    /// Blocks allocated there over the run, and their bytes (sampled or not).
+    pub blocks: u64,
+    pub bytes: u64,
+    /// Mean lifetime of the blocks freed during the run (None: none was freed).
+    pub mean_lifetime_ns: Option<u64>,
+    #[serde(flatten)]
+    pub stats: GroupStats,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ThreadRow {
     pub pid: Option<u32>,
@@ -267,6 +282,10 @@ pub struct Report {
     pub hotspots: Hotspots,
     pub data_sources: Vec<DataSourceRow>,
     pub objects: Vec<ObjectRow>,
+    /// Data objects by allocation site, most sampled first (left out when the recording has
+    /// no allocations, so reports without them are unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub allocation_sites: Vec<AllocationSiteRow>,
     pub threads: Vec<ThreadRow>,
     pub cpus: Vec<CpuRow>,
     pub phases: Vec<PhaseRow>,

@@ -10,7 +10,7 @@ use crate::agg::{Agg, KeyedAggs, OpKind};
 use crate::fasthash::FastMap;
 use crate::maps::AddressSpaces;
 use crate::model::*;
-use crate::objects::{DataObject, DataObjects};
+use crate::objects::{DataObject, DataObjects, ObjectKind};
 use crate::phases::PhaseIndex;
 use crate::stats::LatencyStats;
 use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer};
@@ -851,6 +851,13 @@ impl<'a> ProfileBuilder<'a> {
             })
             .collect();
 
+        let allocation_sites = allocation_site_rows(
+            self.acc.objects,
+            self.acc.per_object.values(),
+            self.limits.object_rows,
+            &group,
+        );
+
         let mut threads: Vec<ThreadRow> = self
             .acc
             .per_thread
@@ -920,6 +927,7 @@ impl<'a> ProfileBuilder<'a> {
             hotspots,
             data_sources,
             objects,
+            allocation_sites,
             threads,
             cpus,
             phases,
@@ -931,6 +939,45 @@ impl<'a> ProfileBuilder<'a> {
             c2c: None,
         }
     }
+}
+
+/// One row per allocation site: every block of the site (from the runtime's log) and the
+/// samples that fell in any of them while it was live. Most sampled first, then by site.
+fn allocation_site_rows<'o>(
+    objects: &DataObjects,
+    per_object: impl Iterator<Item = &'o (Arc<DataObject>, Agg)>,
+    limit: usize,
+    group: &dyn Fn(&Agg) -> GroupStats,
+) -> Vec<AllocationSiteRow> {
+    let sites = &objects.sites;
+    if sites.is_empty() {
+        return Vec::new();
+    }
+    let mut per_site: HashMap<&str, Agg> = HashMap::new();
+    for (o, a) in per_object {
+        if o.kind == ObjectKind::Allocation {
+            per_site.entry(&o.name).or_default().merge(a);
+        }
+    }
+    let empty = Agg::default();
+    let mut rows: Vec<AllocationSiteRow> = sites
+        .iter()
+        .map(|(site, b)| AllocationSiteRow {
+            site: site.to_string(),
+            blocks: b.blocks,
+            bytes: b.bytes,
+            mean_lifetime_ns: (b.freed_blocks > 0).then(|| b.freed_lifetime_ns / b.freed_blocks),
+            stats: group(per_site.get(&**site).unwrap_or(&empty)),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.stats
+            .samples
+            .cmp(&a.stats.samples)
+            .then_with(|| a.site.cmp(&b.site))
+    });
+    rows.truncate(limit);
+    rows
 }
 
 impl ProfileBuilder<'_> {

@@ -362,6 +362,44 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         tb.render(&mut o);
     }
 
+    if !r.allocation_sites.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nData objects by allocation site (heap blocks the runtime logged; a sample counts \
+             for the block live at its address and time)"
+        );
+        let mut tb = Table::new(&[
+            ("share", false),
+            ("samples", false),
+            ("loads", false),
+            ("stores", false),
+            ("ld lat", false),
+            ("top source", true),
+            ("blocks", false),
+            ("bytes", false),
+            ("lifetime", false),
+            ("allocation site", true),
+        ]);
+        for s in r.allocation_sites.iter().take(opt.rows) {
+            let g = &s.stats;
+            tb.row(vec![
+                pct(g.share),
+                g.samples.to_string(),
+                g.loads.to_string(),
+                g.stores.to_string(),
+                lat_mean(&g.load_latency),
+                top_source(g),
+                s.blocks.to_string(),
+                s.bytes.to_string(),
+                s.mean_lifetime_ns
+                    .map(|ns| format!("{:.3} ms", ns as f64 / 1e6))
+                    .unwrap_or_else(|| "-".into()),
+                s.site.clone(),
+            ]);
+        }
+        tb.render(&mut o);
+    }
+
     if !r.phases.is_empty() {
         let _ = writeln!(
             o,
