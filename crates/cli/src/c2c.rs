@@ -193,10 +193,16 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
 }
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
+    let [data, sidecar] = crate::common::recording_inputs(&args.file);
+    crate::common::guard_outputs(
+        &[&data, &sidecar],
+        &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+    )?;
     let report = build(&args)?;
     if let Some(out) = &args.html {
         let page = spelunk_report::html::render_c2c_html(&report)?;
-        std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+        spelunk_fsio::write_atomic(out, page.as_bytes())
+            .with_context(|| format!("writing {}", out.display()))?;
         eprintln!(
             "spelunk c2c: wrote {} ({} cache lines; open it in a browser, it needs no network)",
             out.display(),

@@ -58,3 +58,23 @@ impl CpuArgs {
         })
     }
 }
+
+/// Refuses, before any work, an output that would overwrite an input (docs/files.md): the
+/// recording, its sidecar, an imported file, the program being recorded.
+pub fn guard_outputs(
+    inputs: &[&std::path::Path],
+    outputs: &[&std::path::Path],
+) -> anyhow::Result<()> {
+    let mut guard = spelunk_fsio::OutputGuard::new();
+    guard.inputs(inputs.iter().copied());
+    guard.check_all(outputs.iter().copied())?;
+    Ok(())
+}
+
+/// A recording and the sidecar next to it: the inputs of every command that reads one.
+pub fn recording_inputs(file: &std::path::Path) -> [std::path::PathBuf; 2] {
+    [
+        file.to_path_buf(),
+        spelunk_perf::sidecar::Sidecar::path_for(file),
+    ]
+}

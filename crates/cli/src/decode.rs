@@ -113,6 +113,12 @@ pub fn run(args: DecodeArgs) -> anyhow::Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| default_prefix(&args.file));
+    let [data, sidecar] = crate::common::recording_inputs(&args.file);
+    let tables = spelunk_report::spe_tables::SpeTableWriter::paths(&prefix, format);
+    crate::common::guard_outputs(
+        &[&data, &sidecar],
+        &tables.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+    )?;
     if args.raw {
         decode_raw(&args, &prefix, format)
     } else {

@@ -120,7 +120,6 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("--event-filter {s}: not a hex number"))?
         }
     };
-    let install = EmulatorInstall::locate()?;
     let options = EmulatorOptions {
         period_ops: args.period,
         jitter: args.jitter,
@@ -133,6 +132,13 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let mut trace = args.output.clone().into_os_string();
     trace.push(".emutrace");
     let trace = PathBuf::from(trace);
+    let sidecar = spelunk_perf::sidecar::Sidecar::path_for(&args.output);
+    let program = args.command.first().and_then(|p| program_path(p));
+    crate::common::guard_outputs(
+        &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+        &[&args.output, &sidecar, &trace],
+    )?;
+    let install = EmulatorInstall::locate()?;
     if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
             bail!("{}: no such directory for the output", dir.display());
@@ -224,4 +230,17 @@ pub(crate) fn describe(status: &std::process::ExitStatus) -> String {
         (None, Some(s)) => format!("signal {s}"),
         _ => "an unknown status".into(),
     }
+}
+
+/// The file `argv0` runs: itself when it names a path, else the first match on PATH.
+fn program_path(argv0: &std::ffi::OsStr) -> Option<PathBuf> {
+    let p = std::path::Path::new(argv0);
+    if p.components().count() > 1 {
+        return Some(p.to_path_buf());
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(p))
+            .find(|c| c.is_file())
+    })
 }

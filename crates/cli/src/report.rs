@@ -402,7 +402,8 @@ fn read_topdown(path: &Path) -> anyhow::Result<Topdown> {
 /// Writes the HTML page (with top-down results, when given) to `out`.
 fn write_html(report: &Report, topdown: Option<&Topdown>, out: &Path) -> anyhow::Result<()> {
     let page = render_html(report, topdown)?;
-    std::fs::write(out, page).with_context(|| format!("writing {}", out.display()))?;
+    spelunk_fsio::write_atomic(out, page.as_bytes())
+        .with_context(|| format!("writing {}", out.display()))?;
     eprintln!(
         "spelunk report: wrote {} ({} samples; open it in a browser, it needs no network)",
         out.display(),
@@ -412,6 +413,13 @@ fn write_html(report: &Report, topdown: Option<&Topdown>, out: &Path) -> anyhow:
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    let [data, sidecar] = crate::common::recording_inputs(&args.file);
+    let mut inputs = vec![data.as_path(), sidecar.as_path()];
+    inputs.extend(args.topdown.as_deref());
+    crate::common::guard_outputs(
+        &inputs,
+        &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+    )?;
     let mut topdown = args.topdown.as_deref().map(read_topdown).transpose()?;
     let report = build_report(&args)?;
     if report.recording.samples_selected == 0 {

@@ -191,6 +191,14 @@ pub struct TopdownArgs {
 }
 
 pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
+    let inputs: Vec<&Path> = [&args.import, &args.record, &args.spec]
+        .into_iter()
+        .filter_map(|p| p.as_deref())
+        .collect();
+    crate::common::guard_outputs(
+        &inputs,
+        &args.output.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+    )?;
     if args.list {
         let choice = explicit_catalog(&args)?.context("--list needs --cpu NAME or --spec FILE")?;
         print!("{}", list_catalog(&choice.catalog));
@@ -222,7 +230,7 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
         report::render_text(&report)
     };
     match &args.output {
-        Some(path) => std::fs::write(path, out)
+        Some(path) => spelunk_fsio::write_atomic(path, out.as_bytes())
             .with_context(|| format!("writing the report to {}", path.display()))?,
         None => print!("{out}"),
     }

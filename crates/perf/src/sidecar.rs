@@ -162,7 +162,8 @@ impl Sidecar {
             path: path.to_path_buf(),
             source,
         })?;
-        std::fs::write(path, text).map_err(|source| SidecarError::Io {
+        // Whole or not at all (spelunk-fsio): an interrupted run keeps the old sidecar.
+        spelunk_fsio::write_atomic(path, &text).map_err(|source| SidecarError::Io {
             path: path.to_path_buf(),
             source,
         })

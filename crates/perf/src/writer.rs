@@ -24,7 +24,7 @@
 //! perf does). The HEADER_AUXTRACE feature indexes every AUXTRACE record, which lets perf queue
 //! all AUX data before it processes events.
 
-use std::fs::File;
+use spelunk_fsio::AtomicFile;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
@@ -159,7 +159,9 @@ pub struct WriteSummary {
 pub struct SpeRecordingWriter {
     path: PathBuf,
     display: String,
-    out: BufWriter<File>,
+    /// Written to a temporary file next to `path`, renamed over it by [`Self::finish`]: a
+    /// failed or interrupted recording never leaves a half-written perf.data where one was.
+    out: BufWriter<AtomicFile>,
     spec: RecordingSpec,
     attrs: [EventAttr; 2],
     pos: u64,
@@ -201,7 +203,7 @@ impl SpeRecordingWriter {
                 detail: "RecordingSpec.cpus is empty".into(),
             });
         }
-        let file = File::create(&path).map_err(|source| PerfError::Io {
+        let file = AtomicFile::create(&path).map_err(|source| PerfError::Io {
             path: display.clone(),
             action: "create".into(),
             source,
@@ -782,7 +784,7 @@ impl SpeRecordingWriter {
             h.extend_from_slice(&b.to_le_bytes());
         }
         self.out.flush().map_err(|e| self.io_err("write", e))?;
-        let file = self.out.get_mut();
+        let file = self.out.get_mut().file();
         file.seek(SeekFrom::Start(0))
             .and_then(|_| file.write_all(&h))
             .and_then(|_| file.sync_data())
@@ -791,6 +793,17 @@ impl SpeRecordingWriter {
                 action: "write the file header".into(),
                 source: e,
             })?;
+        let display = self.display.clone();
+        let out = self.out.into_inner().map_err(|e| PerfError::Io {
+            path: display.clone(),
+            action: "write".into(),
+            source: e.into_error(),
+        })?;
+        out.commit().map_err(|source| PerfError::Io {
+            path: display,
+            action: "rename the finished file into place".into(),
+            source,
+        })?;
         self.summary.path = self.path.clone();
         self.summary.data_size = data_size;
         Ok(self.summary)

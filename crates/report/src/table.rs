@@ -22,8 +22,8 @@ use parquet::data_type::{ByteArray, DataType};
 use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesPtr};
 use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::types::{ColumnDescPtr, ColumnPath, SchemaDescriptor, Type};
+use spelunk_fsio::AtomicFile;
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -835,9 +835,11 @@ fn encode(
     Ok(Encoded::Parquet(chunks))
 }
 
+/// Tables are written to a temporary file next to their path and renamed into place when
+/// complete (spelunk-fsio), so a failed or interrupted decode leaves no half-written table.
 enum Sink {
-    Parquet(Box<SerializedFileWriter<BufWriter<File>>>),
-    Csv(BufWriter<File>),
+    Parquet(Box<SerializedFileWriter<BufWriter<AtomicFile>>>),
+    Csv(BufWriter<AtomicFile>),
 }
 
 /// The file thread: appends encoded row groups in order, then closes the file.
@@ -875,13 +877,12 @@ fn write_file(
             }
         }
     }
-    match sink {
-        Sink::Parquet(w) => {
-            let mut inner = w.into_inner().map_err(pq_err)?;
-            inner.flush().map_err(io_err)
-        }
-        Sink::Csv(mut out) => out.flush().map_err(io_err),
-    }
+    let out = match sink {
+        Sink::Parquet(w) => w.into_inner().map_err(pq_err)?,
+        Sink::Csv(out) => out,
+    };
+    let file = out.into_inner().map_err(|e| io_err(e.into_error()))?;
+    file.commit().map_err(io_err)
 }
 
 /// A table being written to one file.
@@ -937,7 +938,7 @@ impl TableWriter {
             path: path.to_path_buf(),
             source,
         };
-        let file = BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_err)?);
+        let file = BufWriter::with_capacity(1 << 20, AtomicFile::create(path).map_err(io_err)?);
         let delta = columns
             .iter()
             .map(|c| c.kind == ColumnKind::U64 && options.delta_for.contains(&c.name))
@@ -1884,6 +1885,7 @@ mod tests {
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use parquet::record::Field;
+    use std::fs::File;
 
     const COLUMNS: &[ColumnDef] = &[
         ColumnDef::new("a", ColumnKind::U64, true),
