@@ -227,6 +227,7 @@ const RAW_CHUNK: usize = 4 << 20;
 
 fn decode_raw(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow::Result<ExitCode> {
     let path = &args.file;
+    spelunk_fsio::regular_file(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let mut file =
         std::fs::File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);

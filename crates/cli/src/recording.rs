@@ -252,7 +252,8 @@ impl Recording {
     pub fn symbolizer(&self, args: &SymbolArgs) -> anyhow::Result<CodeSymbolizer> {
         let sym = CodeSymbolizer::new(args.symfs.clone());
         if let Some(path) = args.kallsyms.as_deref() {
-            let text = std::fs::read_to_string(path)
+            // A kallsyms file has a few hundred thousand lines (~10 MB).
+            let text = spelunk_fsio::read_to_string_bounded(path, 1 << 30)
                 .with_context(|| format!("--kallsyms {}", path.display()))?;
             let k = KernelSymbols::parse(&text)
                 .with_context(|| format!("--kallsyms {}", path.display()))?;

@@ -394,7 +394,7 @@ fn sidecar_topdown(file: &Path) -> Option<Topdown> {
 
 /// Reads the output of `spelunk topdown --json` for the HTML page.
 fn read_topdown(path: &Path) -> anyhow::Result<Topdown> {
-    let text = std::fs::read_to_string(path)
+    let text = spelunk_fsio::read_to_string_bounded(path, 256 << 20)
         .with_context(|| format!("reading top-down results {}", path.display()))?;
     Ok(Topdown::from_json(&text, &path.display().to_string())?)
 }

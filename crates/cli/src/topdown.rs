@@ -245,9 +245,12 @@ fn stage(args: &TopdownArgs) -> StageFilter {
     }
 }
 
+/// Largest `perf stat` output, catalog or report JSON read whole (far above any real one).
+const MAX_TEXT_INPUT_BYTES: u64 = 256 << 20;
+
 fn explicit_catalog(args: &TopdownArgs) -> anyhow::Result<Option<Choice>> {
     if let Some(spec) = &args.spec {
-        let json = std::fs::read_to_string(spec)
+        let json = spelunk_fsio::read_to_string_bounded(spec, MAX_TEXT_INPUT_BYTES)
             .with_context(|| format!("reading --spec {}", spec.display()))?;
         let name = spec
             .file_stem()
@@ -299,9 +302,15 @@ enum ImportInput {
 /// Reads `--import FILE`: a sidecar (JSON), a perf.data (its sidecar next to it) or
 /// `perf stat -x` text.
 fn read_import(file: &Path) -> anyhow::Result<ImportInput> {
-    let bytes =
-        std::fs::read(file).with_context(|| format!("reading --import {}", file.display()))?;
-    if bytes.starts_with(b"PERFILE2") {
+    let ctx = || format!("reading --import {}", file.display());
+    spelunk_fsio::regular_file(file).with_context(ctx)?;
+    let mut magic = [0u8; 8];
+    let is_perf_data = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(file).with_context(ctx)?;
+        f.read_exact(&mut magic).is_ok() && &magic == b"PERFILE2"
+    };
+    if is_perf_data {
         let side = Sidecar::path_for(file);
         if !side.exists() {
             bail!(
@@ -315,6 +324,7 @@ fn read_import(file: &Path) -> anyhow::Result<ImportInput> {
         let sc = Sidecar::read(&side)?;
         return Ok(ImportInput::Sidecar(Box::new(sc), side));
     }
+    let bytes = spelunk_fsio::read_bounded(file, MAX_TEXT_INPUT_BYTES).with_context(ctx)?;
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'{') {
         return Ok(ImportInput::Sidecar(

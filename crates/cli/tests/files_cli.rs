@@ -115,3 +115,70 @@ fn tables_appear_whole_with_the_usual_mode_and_leave_no_temporary_file() {
     assert_eq!(mode(&d.join("t-br.csv")), mode(&reference));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Runs spelunk with a deadline: an input that blocks (a FIFO with no writer) or never ends
+/// (/dev/zero) must be refused at once, not hang.
+fn spelunk_within(dir: &Path, args: &[&str], seconds: u64) -> (bool, String) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .current_dir(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (st.success(), err);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("spelunk {args:?} still running after {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn fifos_devices_and_directories_are_refused_at_once() {
+    let d = scratch("special");
+    let fifo = d.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let fifo = fifo.to_str().unwrap();
+    let dir = d.to_str().unwrap();
+    let cases: &[&[&str]] = &[
+        &["report", fifo],
+        &["report", "/dev/zero"],
+        &["report", dir],
+        &["decode", fifo, "-o", "x"],
+        &["decode", "--raw", "/dev/zero", "-o", "x"],
+        &["c2c", fifo],
+        &["annotate", "main", fifo],
+        &["diff", fifo, "/dev/zero"],
+        &["estimate", "latency", fifo],
+        &["topdown", "--import", "/dev/zero", "--cpu", "neoverse-n1"],
+        &["topdown", "--import", fifo, "--cpu", "neoverse-n1"],
+        &["topdown", "--list", "--spec", fifo],
+    ];
+    for args in cases {
+        let (ok, err) = spelunk_within(&d, args, 20);
+        assert!(!ok, "{args:?} succeeded");
+        assert!(
+            err.contains("FIFO") || err.contains("character device") || err.contains("a directory"),
+            "{args:?}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}

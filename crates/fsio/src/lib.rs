@@ -160,6 +160,83 @@ impl io::Seek for AtomicFile {
     }
 }
 
+/// What kind of thing a path is, in words, for errors about files that are not regular.
+fn kind_of(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Refuses, before opening it, what is not a regular file: a FIFO or a pipe would block or
+/// never end, a device (`/dev/zero`) never ends, a directory is not an input. Returns the size.
+/// spelunk reads recordings by position and needs their size; pipe-mode perf.data is not
+/// supported.
+pub fn regular_file(path: &Path) -> io::Result<u64> {
+    let m = std::fs::metadata(path)?;
+    if m.is_file() {
+        return Ok(m.len());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {}; spelunk reads its inputs from regular files (save a pipe's output to a \
+             file first)",
+            path.display(),
+            kind_of(&m)
+        ),
+    ))
+}
+
+/// Reads a whole regular file of at most `max_bytes` (a file over the limit is refused, not
+/// cut). Files the kernel reports as empty but that have content (procfs) are read up to the
+/// limit too.
+pub fn read_bounded(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let len = regular_file(path)?;
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} is larger than {max_bytes} bytes, more than such a file can sensibly hold",
+                path.display()
+            ),
+        )
+    };
+    if len > max_bytes {
+        return Err(too_large());
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    File::open(path)?
+        .take(max_bytes.saturating_add(1))
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > max_bytes {
+        return Err(too_large());
+    }
+    Ok(out)
+}
+
+/// [`read_bounded`] as UTF-8 text.
+pub fn read_to_string_bounded(path: &Path, max_bytes: u64) -> io::Result<String> {
+    String::from_utf8(read_bounded(path, max_bytes)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not UTF-8 text", path.display()),
+        )
+    })
+}
+
 /// Writes `bytes` to `path` in full or not at all.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut f = AtomicFile::create(path)?;
@@ -170,6 +247,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn scratch(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("spelunk-fsio-{name}-{}", std::process::id()));
@@ -199,6 +277,34 @@ mod tests {
         assert!(g.check(&d.join("report.html")).is_ok());
         assert!(g.check(&d.join("missing")).is_ok());
         assert_eq!(std::fs::read(&input).unwrap(), b"recording");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn only_regular_files_of_bounded_size_are_read() {
+        let d = scratch("bounded");
+        let e = read_bounded(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("a character device"), "{e}");
+        let e = read_bounded(&d, 10).unwrap_err();
+        assert!(e.to_string().contains("a directory"), "{e}");
+        let fifo = d.join("fifo");
+        assert!(Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = read_bounded(&fifo, 10).unwrap_err();
+        assert!(e.to_string().contains("FIFO"), "{e}");
+        std::fs::write(d.join("big"), [b'x'; 11]).unwrap();
+        let e = read_bounded(&d.join("big"), 10).unwrap_err();
+        assert!(e.to_string().contains("larger than 10 bytes"), "{e}");
+        assert_eq!(read_bounded(&d.join("big"), 11).unwrap().len(), 11);
+        // procfs reports size 0 and still has content.
+        assert!(
+            !read_to_string_bounded(Path::new("/proc/self/status"), 1 << 20)
+                .unwrap()
+                .is_empty()
+        );
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -379,6 +379,12 @@ impl PerfDataFile {
     pub fn open(path: impl AsRef<Path>) -> Result<PerfDataFile, PerfError> {
         let p = path.as_ref();
         let name = p.display().to_string();
+        // A FIFO would block or never end, /dev/zero never ends: refused before opening.
+        spelunk_fsio::regular_file(p).map_err(|source| PerfError::Io {
+            path: name.clone(),
+            action: "open".into(),
+            source,
+        })?;
         let file = File::open(p).map_err(|source| PerfError::Io {
             path: name.clone(),
             action: "open".into(),

@@ -170,10 +170,12 @@ impl Sidecar {
     }
 
     pub fn read(path: &Path) -> Result<Sidecar, SidecarError> {
-        let text = std::fs::read(path).map_err(|source| SidecarError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        // Bounded: a sidecar with millions of phases and objects is a few hundred MB.
+        let text =
+            spelunk_fsio::read_bounded(path, 4 << 30).map_err(|source| SidecarError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
         let s: Sidecar = serde_json::from_slice(&text).map_err(|source| SidecarError::Json {
             path: path.to_path_buf(),
             source,
