@@ -1,4 +1,4 @@
-/* array2d: row- versus column-order traversal of a 2D array, the example of seed 004 (Arm's
+/* array2d: row- versus column-order traversal of a 2D array, the example of [perf hot-spot guide] (Arm's
  * perf hot-spot tutorial: array_assign traverses by row, compute_squares by column, which
  * causes the L1D/L2 misses the tutorial finds). Written for spelunk from that description.
  *

@@ -1,4 +1,4 @@
-/* bw_mem: sequential read bandwidth after LMbench's "bw_mem SIZE frd" as used in seed 000
+/* bw_mem: sequential read bandwidth after LMbench's "bw_mem SIZE frd" as used in [SPE methodology]
  * §4.4 (figure 4.10: 4-byte loads, 128 per 512-byte block, summed). Written for spelunk, not
  * LMbench's code.
  *

@@ -1,5 +1,5 @@
-/* false_sharing: the false-sharing example of seed 000 §5 ("Using SPE for data sharing
- * analysis", figures 5.2-5.3), written for spelunk from the paper's description (not Joe
+/* false_sharing: the false-sharing example of [SPE methodology §5] ("Using SPE for data sharing
+ * analysis", figures 5.2-5.3), written for spelunk from the document's description (not Joe
  * Mario's false_sharing_example.c). A "lock" thread keeps writing the lock0/lock1 fields of
  * two structures while reader threads keep reading reader1..reader4 of the same structures.
  * Without NO_FALSE_SHARING the pad is one long, so the readers' fields share the 64-byte line

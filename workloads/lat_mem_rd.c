@@ -1,5 +1,5 @@
 /* lat_mem_rd: memory read latency by pointer chasing, after LMbench's lat_mem_rd as used in
- * seed 000 §4.2 ("Arm Neoverse N1: SPE memory access analysis", LMbench lat_mem_rd -P 1
+ * [SPE methodology §4.2] ("Arm Neoverse N1: SPE memory access analysis", LMbench lat_mem_rd -P 1
  * <size> 4096, figures 4.3-4.7, table 4.4). Written for spelunk, not LMbench's code.
  *
  *   lat_mem_rd [-t] [-s STRIDE] [-n LOADS] SIZE[k|m]...

@@ -1,5 +1,5 @@
 /* stream: STREAM-style kernels (copy, scale, add, triad) after John McCalpin's STREAM
- * benchmark, annotated as in seed 003 (NMO, figure 4): the arrays a, b, c are registered as
+ * benchmark, annotated as in [NMO paper] (NMO, figure 4): the arrays a, b, c are registered as
  * objects and each kernel is a phase ("triad" is the one NMO tags), per thread. Written for
  * spelunk, not STREAM's code.
  *

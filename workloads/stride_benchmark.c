@@ -1,4 +1,4 @@
-/* stride_benchmark: the DynamoRIO stride benchmark of seed 001 (Neoverse N1 PMU methodology,
+/* stride_benchmark: the DynamoRIO stride benchmark of [N1 PMU methodology] (Neoverse N1 PMU methodology,
  * case study: figure 15, "a pointer chasing benchmark that accesses values in a 16MB array,
  * with array position being determined by the pointer being chased"). Written for spelunk in
  * C from that description: every byte of the array holds 7, and each iteration moves the
@@ -7,8 +7,8 @@
  *
  *   stride_benchmark [ITERATIONS] [PREFETCH_DISTANCE]
  *
- * Defaults: 10,000,000 iterations (the paper runs 2,000,000,000), no software prefetch. A
- * non-zero PREFETCH_DISTANCE adds the paper's optimisation, __builtin_prefetch of the line
+ * Defaults: 10,000,000 iterations ([N1 PMU methodology] runs 2,000,000,000), no software prefetch. A
+ * non-zero PREFETCH_DISTANCE adds [N1 PMU methodology]'s optimisation, __builtin_prefetch of the line
  * DIST * 7 lines ahead. The loop is the phase "stride"; the array is the object "buffer".
  */
 #include <stdint.h>

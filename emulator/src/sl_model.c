@@ -2,7 +2,7 @@
  * emulator/MODEL.md for the description of every mechanism and its provenance. */
 #include "sl_model.h"
 
-/* Event codes: /work/shared/reference/topdown/arm-pmu-events/neoverse-n1.json ("code" fields).
+/* Event codes: Arm's Neoverse N1 PMU event list (ARM-software/data, pmu/neoverse-n1.json) ("code" fields).
  * Ground-truth counters use 0x80000000 + n: spelunk's own numbering, never a hardware event. */
 const SlCounterInfo sl_counter_info[SL_NCOUNTERS] = {
    [SL_C_CPU_CYCLES] = {0x11, "CPU_CYCLES"},
@@ -77,44 +77,44 @@ void sl_config_default(SlConfig *c)
    SL_MEMSET(c, 0, sizeof *c);
    c->cpu_name = "Neoverse N1";
    c->midr = 0x413fd0c1ull;        /* N1 r3p1: implementer 0x41, variant 3, part 0xd0c, rev 1 */
-   c->cpu_hz = 2800000000ull;      /* seed 000 §4.3: "our 2.8 GHz platform" */
+   c->cpu_hz = 2800000000ull;      /* [SPE methodology §4.3]: "our 2.8 GHz platform" */
    c->timer_hz = 1000000000ull;    /* declared generic-timer rate (configurable: --timer-hz) */
-   c->dispatch_width = 4;          /* seed 001: "can fetch up to 4 instructions per cycle", IPC max 4 */
+   c->dispatch_width = 4;          /* [N1 PMU methodology]: "can fetch up to 4 instructions per cycle", IPC max 4 */
    c->rob_size = 128;              /* assumed in-flight window */
-   /* Derived from seed 000 table 4.4: issue latency / load-to-use latency is 33.2/1.429 = 23.2
+   /* Derived from [SPE methodology table 4.4]: issue latency / load-to-use latency is 33.2/1.429 = 23.2
     * (L1D), 116.1/5.0 = 23.2 (L2), 836.1/36.6 = 22.8 (SLC): ~23 dependent loads queue between
     * dispatch and issue. */
    c->ls_issue_queue = 23;
    c->mshrs = 16;                  /* assumed */
    c->store_buffer = 24;           /* assumed */
    c->mispredict_penalty = 11;     /* assumed */
-   /* seed 000 §4.2.1 and seed 001: 64 KB 4-way L1D, 1 MB 8-way L2, 32 MB system-level cache */
+   /* [SPE methodology §4.2.1] and [N1 PMU methodology]: 64 KB 4-way L1D, 1 MB 8-way L2, 32 MB system-level cache */
    c->l1d_size = 64 << 10; c->l1d_assoc = 4;
    c->l1i_size = 64 << 10; c->l1i_assoc = 4;
    c->l2_size = 1 << 20; c->l2_assoc = 8;
    c->slc_size = 32 << 20; c->slc_assoc = 16; /* associativity assumed */
-   /* seed 000 table 4.4 plateaus at 2.8 GHz: 1.429 ns = 4 cycles, ~5.0 ns = 14, ~36.6 ns = 103,
+   /* [SPE methodology table 4.4] plateaus at 2.8 GHz: 1.429 ns = 4 cycles, ~5.0 ns = 14, ~36.6 ns = 103,
     * ~101 ns = 283 (load-to-use including the 1-cycle L1 DTLB lookup) */
    c->l1d_lat = 4; c->l2_lat = 14; c->slc_lat = 103; c->dram_lat = 283;
    c->peer_lat = 200;              /* assumed: between SLC and DRAM */
-   /* calibrated: bw_mem frd over 64 MB (DRAM) reads ~10.0 GB/s, seed 000 table 4.7 measured
+   /* calibrated: bw_mem frd over 64 MB (DRAM) reads ~10.0 GB/s, [SPE methodology table 4.7] measured
     * 9.47 GB/s on N1 */
    c->prefetch_distance = 10;
    c->page_shift = 21;             /* 2 MB pages (transparent huge pages): cache-dominated plateaus */
    c->l1dtlb_entries = 48; c->l1itlb_entries = 48; /* assumed, fully associative */
    c->l2tlb_entries = 1280; c->l2tlb_assoc = 5;    /* assumed */
-   c->l1tlb_lat = 1;               /* seed 000 table 4.4: xlat 0.357 ns = 1 cycle */
-   c->l2tlb_lat = 5;               /* seed 000 table 4.4 (-t, P2): xlat 2.143 ns = 6 cycles = 1 + 5 */
+   c->l1tlb_lat = 1;               /* [SPE methodology table 4.4]: xlat 0.357 ns = 1 cycle */
+   c->l2tlb_lat = 5;               /* [SPE methodology table 4.4] (-t, P2): xlat 2.143 ns = 6 cycles = 1 + 5 */
    c->walk_lat = 12;               /* assumed; plus the leaf PTE fetch through L2/SLC/DRAM */
    c->bp_hist_bits = 12; c->bp_table_bits = 14; c->btb_entries = 4096; c->ras_entries = 16;
    c->max_cores = 64;
-   c->dram_pa_base = 0x8000000000ull; /* seed 000 figure 4.7 physical addresses 0x80........ */
+   c->dram_pa_base = 0x8000000000ull; /* [SPE methodology figure 4.7] physical addresses 0x80........ */
    c->pt_pa_base = 0x7000000000ull;
-   c->spe_interval = 1024;         /* seed 000 §4.2.4: default = caps/min_interval */
+   c->spe_interval = 1024;         /* [SPE methodology §4.2.4]: default = caps/min_interval */
    c->spe_jitter = False;
    c->spe_collisions = True;
    c->spe_ts = True; c->spe_pa = True;
-   c->spe_counter_bits = 12;       /* 12-bit saturating counters (seed 000 table 4.4 "Saturated") */
+   c->spe_counter_bits = 12;       /* 12-bit saturating counters ([SPE methodology table 4.4] "Saturated") */
    c->seed = 0x5e1u;
 }
 
@@ -148,14 +148,14 @@ const HChar *sl_config_check(SlConfig *c)
    if (!is_pow2(c->btb_entries) || c->ras_entries == 0) return "BTB/RAS sizes out of range";
    if (c->max_cores == 0 || c->max_cores > 1024) return "core count out of range";
    if (c->spe_interval < 256) return "sampling interval below 256";
-   c->spe_interval &= ~255u; /* PMSIRR_EL1.INTERVAL is in units of 256 (seed 000 §4.2.4) */
+   c->spe_interval &= ~255u; /* PMSIRR_EL1.INTERVAL is in units of 256 ([SPE methodology §4.2.4]) */
    if (c->spe_counter_bits < 8 || c->spe_counter_bits > 16) return "counter width out of range";
    return NULL;
 }
 
 ULong sl_spe_interval_x2(const SlConfig *c)
 {
-   /* seed 000 table 4.3: no jitter -> base + 1; jitter with ERnd = 0 -> base + 128 on average. */
+   /* [SPE methodology table 4.3]: no jitter -> base + 1; jitter with ERnd = 0 -> base + 128 on average. */
    return c->spe_jitter ? 2ull * c->spe_interval + 256 : 2ull * (c->spe_interval + 1);
 }
 
@@ -744,7 +744,7 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
       }
       slc_way = is >= 0 ? (UInt)is : vs;
    }
-   /* seed 000 table 4.5: N1 records LLC-ACCESS and LLC-REFILL for every access served beyond
+   /* [SPE methodology table 4.5]: N1 records LLC-ACCESS and LLC-REFILL for every access served beyond
     * the core's L2 (SLC hits included); the data source tells the levels apart. */
    *ev |= SL_EV_LLC_ACCESS | SL_EV_LLC_MISS;
    *ready = t + (ULong)(lvl_latency(cfg, lvl) - cfg->l1tlb_lat) * SL_TQ;
@@ -1177,7 +1177,7 @@ static SL_NOINLINE void mem_sample(SlCore *c, const SlMemOp *m, Addr pa, UInt xl
    smp.xlat_lat = sat(s, xlat);
    smp.issue_lat = sat(s, (I - D) / SL_TQ);
    if (m->store) {
-      /* N1 store records carry no L1D events and no data source (seed 000 figure 2.4) */
+      /* N1 store records carry no L1D events and no data source ([SPE methodology figure 2.4]) */
       smp.events = ev & ~(SL_EV_L1D_ACCESS | SL_EV_L1D_REFILL | SL_EV_LLC_ACCESS |
                           SL_EV_LLC_MISS | SL_EV_LATE_PREFETCH);
       smp.level = 0xff;

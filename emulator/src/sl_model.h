@@ -22,7 +22,7 @@ typedef unsigned __int128 SlDeps;
 #define SL_LINE_SHIFT 6u
 #define SL_LINE 64u
 
-/* ---- PMU events (architected codes, /work/shared/reference/topdown/arm-pmu-events/neoverse-n1.json)
+/* ---- PMU events (architected codes, Arm's N1 PMU event list, ARM-software/data pmu/neoverse-n1.json)
  * and spelunk ground-truth counters (codes >= 0x80000000, never produced by hardware). */
 typedef enum {
    SL_C_CPU_CYCLES, SL_C_INST_RETIRED, SL_C_INST_SPEC, SL_C_LD_SPEC, SL_C_ST_SPEC, SL_C_DP_SPEC,
@@ -49,7 +49,7 @@ typedef struct {
 
 extern const SlCounterInfo sl_counter_info[SL_NCOUNTERS];
 
-/* ---- Data sources: the common Arm encoding of seed 000 table 4.2 (crates/spe datasource.rs). */
+/* ---- Data sources: the common Arm encoding of [SPE methodology table 4.2] (crates/spe datasource.rs). */
 #define SL_DS_L1D 0x0u
 #define SL_DS_L2 0x8u
 #define SL_DS_PEER 0x9u
@@ -368,7 +368,7 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS]);
 /* Translation as the trace records it (used by the tool for annotations). */
 Addr sl_translate_pa(SlSystem *s, Addr va);
 
-/* Actual average sampling interval per seed 000 table 4.3 (x2 to keep halves exact). */
+/* Actual average sampling interval per [SPE methodology table 4.3] (x2 to keep halves exact). */
 ULong sl_spe_interval_x2(const SlConfig *cfg);
 
 #endif

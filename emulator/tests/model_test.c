@@ -187,7 +187,7 @@ static void test_sampling_interval(void)
    s = sl_system_new(&c, &k);
    core = sl_core(s, 0);
    n_samples = 0;
-   /* without jitter one op in 769 is selected (seed 000 table 4.3: interval + 1) */
+   /* without jitter one op in 769 is selected ([SPE methodology table 4.3]: interval + 1) */
    while (n < 769ull * 1000) {
       sl_alu(core, 1, &op, NULL);
       n++;

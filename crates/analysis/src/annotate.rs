@@ -1,9 +1,9 @@
-//! Precise annotation of one function (seed 000 §3.4.2): its disassembly with, per instruction,
+//! Precise annotation of one function ([SPE methodology §3.4.2]): its disassembly with, per instruction,
 //! the share of the function's samples, load latency and data sources, branch mispredictions,
 //! and the source line each instruction comes from.
 //!
 //! SPE's PCs are the sampled instructions themselves (no skid), so the counts per instruction
-//! are exact attributions, unlike perf annotate over PMU-interrupt samples (seed 000 §3.3.1).
+//! are exact attributions, unlike perf annotate over PMU-interrupt samples ([SPE methodology §3.3.1]).
 //! The code is read from the recorded binary ([`crate::disasm`]); source lines come from its
 //! DWARF line tables through the batched symbolizer, one request for all instructions.
 

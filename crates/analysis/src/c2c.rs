@@ -1,5 +1,5 @@
 //! Cache-to-cache (c2c) analysis: which cache lines move between cores, who touches which bytes
-//! of them, and whether that is false or true sharing — `perf c2c`'s report (seed 000 §5) with
+//! of them, and whether that is false or true sharing — `perf c2c`'s report ([SPE methodology §5]) with
 //! a verdict per line.
 //!
 //! A load whose data source is another core's cache (a peer snoop:
@@ -8,7 +8,7 @@
 //! Two passes keep memory bounded: [`LineScan`] finds the lines with peer snoops (and the
 //! recording's totals), then [`C2cBuilder`] collects offsets, PCs and threads for those lines
 //! only. Columns follow perf c2c's Shared Data Cache Line Table and Shared Cache Line
-//! Distribution Pareto (seed 000 figures 5.5 and 5.6); docs/c2c.md defines each.
+//! Distribution Pareto ([SPE methodology] figures 5.5 and 5.6); docs/c2c.md defines each.
 
 use crate::agg::OpKind;
 use crate::maps::AddressSpaces;

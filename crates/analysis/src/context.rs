@@ -93,13 +93,13 @@ impl RecordingContext {
                 .as_ref()
                 .and_then(|s| s.cpus().iter().map(|c| c.min_interval).find(|m| *m > 0));
             let base = requested.map(|r| base_interval(Some(r), min_interval.unwrap_or(0)));
-            // caps/ernd is not recorded in perf.data. Neoverse N1 reports 0 (seed 000 uses
+            // caps/ernd is not recorded in perf.data. Neoverse N1 reports 0 ([SPE methodology] uses
             // +128 on N1); elsewhere the jittered figure is stated as an assumption.
             let model = file.features.midr().and_then(|m| m.model());
             let note = match (cfg.jitter, model) {
-                (true, Some(CpuModel::NeoverseN1)) => {
-                    Some("jitter on; caps/ernd = 0 on Neoverse N1 (seed 000 table 4.3)".into())
-                }
+                (true, Some(CpuModel::NeoverseN1)) => Some(
+                    "jitter on; caps/ernd = 0 on Neoverse N1 ([SPE methodology table 4.3])".into(),
+                ),
                 (true, _) => {
                     Some("jitter on; caps/ernd is not recorded, assumed 0 (base + 128)".into())
                 }

@@ -1,5 +1,5 @@
 //! Comparing two recordings: per function, source line and data object, the change in sample
-//! share, load latency and data-source mix — seed 004's `perf diff` workflow (baseline, then the
+//! share, load latency and data-source mix — [perf hot-spot guide]'s `perf diff` workflow (baseline, then the
 //! optimized run), with the latency and data sources perf diff does not have.
 //!
 //! Both sides are [`Report`]s built the same way (same filter); rows are matched by key:

@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn aarch64_matches_seed_000_figure_4_10() {
-        // Encodings and objdump text from seed 000 figure 4.10 (lmbench bw_mem frd).
+        // Encodings and objdump text from [SPE methodology figure 4.10] (lmbench bw_mem frd).
         let i = a64(0xb9400041, 0x1fbc);
         assert_eq!(i.text, "ldr w1, [x2]");
         assert_eq!((i.kind, i.access_bytes), (InsnKind::Memory, Some(4)));

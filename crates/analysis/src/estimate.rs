@@ -1,11 +1,11 @@
-//! Estimates from sampled operations, exactly as seed 000 (Arm SPE methodology) derives them.
+//! Estimates from sampled operations, exactly as [SPE methodology] (Arm SPE methodology) derives them.
 //!
 //! - Sampling interval (§4.2.4, table 4.3): the interval the hardware applied to `perf record -c N`.
 //! - Derived latency (§4.2.4): time between the first and last sampled operation divided by the
 //!   number of operations executed meanwhile (samples × interval).
 //! - Bandwidth (§4.4.2): samples × interval × bytes per operation, divided by the same time.
 //!
-//! These are statistical estimates that hold for regular, repetitive code (the paper says so);
+//! These are statistical estimates that hold for regular, repetitive code ([SPE methodology §4.2.4] says so);
 //! reports label them as estimates.
 
 use crate::agg::OpKind;
@@ -25,7 +25,7 @@ pub fn base_interval(requested: Option<u64>, min_interval: u64) -> u64 {
     }
 }
 
-/// The actual (average) sampling interval, seed 000 table 4.3:
+/// The actual (average) sampling interval, [SPE methodology table 4.3]:
 ///
 /// | jitter | caps/ernd | actual interval  |
 /// |--------|-----------|------------------|
@@ -45,14 +45,14 @@ pub fn estimated_operations(samples: u64, interval: u64) -> u64 {
     samples.saturating_mul(interval)
 }
 
-/// Derived latency in ns per operation (seed 000 §4.2.4): `elapsed_ns / (samples × interval)`.
+/// Derived latency in ns per operation ([SPE methodology §4.2.4]): `elapsed_ns / (samples × interval)`.
 /// `None` when there are no samples or no elapsed time.
 pub fn derived_latency_ns(elapsed_ns: f64, samples: u64, interval: u64) -> Option<f64> {
     let ops = estimated_operations(samples, interval);
     (ops > 0 && elapsed_ns > 0.0).then(|| elapsed_ns / ops as f64)
 }
 
-/// Estimated bandwidth in bytes per second (seed 000 §4.4.2):
+/// Estimated bandwidth in bytes per second ([SPE methodology §4.4.2]):
 /// `samples × interval × bytes_per_op / elapsed`. `None` without elapsed time.
 pub fn bandwidth_bytes_per_s(
     samples: u64,
@@ -64,7 +64,7 @@ pub fn bandwidth_bytes_per_s(
         .then(|| (samples as f64) * (interval as f64) * (bytes_per_op as f64) / (elapsed_ns * 1e-9))
 }
 
-/// Elapsed time between two timer values: `(last − first) × ns_per_tick` (seed 000 uses 40 ns
+/// Elapsed time between two timer values: `(last − first) × ns_per_tick` ([SPE methodology] uses 40 ns
 /// per tick, from CNTFRQ_EL0 = 25 MHz).
 pub fn elapsed_ns_from_ticks(first: u64, last: u64, ns_per_tick: f64) -> f64 {
     last.saturating_sub(first) as f64 * ns_per_tick
@@ -151,7 +151,7 @@ impl PcSpan {
     }
 }
 
-/// How the sampling interval was obtained (seed 000 §4.2.4 steps 01 and 02).
+/// How the sampling interval was obtained ([SPE methodology §4.2.4] steps 01 and 02).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct IntervalDerivation {
     /// `perf record -c` (the SPE event's sample_period).
@@ -458,7 +458,7 @@ mod tests {
         let elapsed = elapsed_ns_from_ticks(27685587232500, 27685591816027, 40.0);
         assert_eq!(elapsed, 183_341_080.0);
         let bw = bandwidth_bytes_per_s(377965, 1152, 4, elapsed).unwrap();
-        assert_eq!(format!("{:.2}", bw / 1e6), "9499.58"); // MB/s as the paper prints it
+        assert_eq!(format!("{:.2}", bw / 1e6), "9499.58"); // MB/s as [SPE methodology §4.4.2] prints it
     }
 
     #[test]

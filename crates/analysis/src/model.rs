@@ -189,7 +189,7 @@ pub struct PhaseSpan {
 }
 
 /// How well the samples represent the run, from PMU counts recorded with the profile (the
-/// emulator's, or a hardware run's): seed 000 table 2.2 and seed 003 eq. 1.
+/// emulator's, or a hardware run's): [SPE methodology table 2.2] and [NMO paper eq. 1].
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SamplingQuality {
     /// Where the counts come from ("emulator").
@@ -214,12 +214,12 @@ pub struct SamplingQuality {
     pub interval: Option<u64>,
     /// memory_samples x interval.
     pub estimated_mem_access: Option<u64>,
-    /// 1 - |MEM_ACCESS - memory_samples x interval| / MEM_ACCESS (seed 003 eq. 1).
+    /// 1 - |MEM_ACCESS - memory_samples x interval| / MEM_ACCESS ([NMO paper eq. 1]).
     pub accuracy: Option<f64>,
     pub notes: Vec<String>,
 }
 
-/// The sampling interval the hardware applied (seed 000 §4.2.4, table 4.3).
+/// The sampling interval the hardware applied ([SPE methodology §4.2.4, table 4.3]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Sampling {
     /// `perf record -c` (the SPE event's sample_period).

@@ -20,7 +20,7 @@ use crate::recording::{FilterArgs, Recording, SymbolArgs};
 ///
 /// SPE records the PC of the sampled instruction itself, so unlike `perf annotate` on PMU
 /// samples there is no skid: a load's latency belongs to that load, a misprediction to that
-/// branch (seed 000 §3.4.2). The code is disassembled from the recorded binary (AArch64 and
+/// branch ([SPE methodology §3.4.2]). The code is disassembled from the recorded binary (AArch64 and
 /// x86-64); source lines come from its DWARF line tables. Every figure is defined in
 /// docs/annotate.md.
 #[derive(Args, Debug)]

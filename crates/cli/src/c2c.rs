@@ -24,7 +24,7 @@ use crate::recording::{FilterArgs, Recording, SymbolArgs};
 /// vs stores, local vs remote, and a verdict: false sharing (one thread writes an offset that
 /// another thread, using other offsets of the line, never touches: pad the data apart), true
 /// sharing (threads write and access the same offset: the data itself is shared), or none.
-/// The columns are perf c2c's (seed 000 §5.2); every figure is defined in docs/c2c.md.
+/// The columns are perf c2c's ([SPE methodology §5.2]); every figure is defined in docs/c2c.md.
 #[derive(Args, Debug)]
 #[command(after_long_help = "\
 Examples:

@@ -24,7 +24,7 @@ pub enum DiffBy {
 /// Compare two recordings (baseline A, new B): per function, source line and data object, the
 /// change in sample share, load latency (mean, p50, p99) and data-source mix.
 ///
-/// This is seed 004's `perf diff` workflow — record, change the code, record again, compare —
+/// This is [perf hot-spot guide]'s `perf diff` workflow — record, change the code, record again, compare —
 /// with what perf diff lacks: latency and where the data came from. Rows are matched by name
 /// (functions by DSO file name and symbol, lines by function and file:line, objects by name),
 /// and sorted by the absolute change in share (perf diff's Delta Abs). Every figure is defined

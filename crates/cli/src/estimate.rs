@@ -1,4 +1,4 @@
-//! `spelunk estimate latency|bandwidth`: seed 000's derived latency (§4.2.4) and bandwidth
+//! `spelunk estimate latency|bandwidth`: [SPE methodology]'s derived latency (§4.2.4) and bandwidth
 //! (§4.4.2) over a function or PC range, with every input and step printed. Wiring only: the
 //! arithmetic is spelunk_analysis::estimate.
 
@@ -29,7 +29,7 @@ pub enum What {
 ///
 /// SPE samples one operation every INTERVAL operations, so a region's sampled operations ×
 /// the interval estimates the operations it executed, and the time between its first and last
-/// sampled operation is the time they took (seed 000 §4.2.4, §4.4.2). The interval is the one
+/// sampled operation is the time they took ([SPE methodology §4.2.4, §4.4.2]). The interval is the one
 /// the hardware applied: `perf record -c` rounded down to a multiple of 256, + 128 with jitter
 /// on CPUs whose caps/ernd is 0, else + 1 (table 4.3). The timer frequency comes from the
 /// recording's TIME_CONV. These are estimates for regular, repetitive code; every step is

@@ -1,4 +1,4 @@
-//! `spelunk c2c` on planted recordings with seed 000 §5.2's false-sharing structure: a lock
+//! `spelunk c2c` on planted recordings with [SPE methodology §5.2]'s false-sharing structure: a lock
 //! thread writes buf1.lock0 and buf2.lock1 while a reader thread on another CPU loads
 //! buf1.reader1 and buf2.reader1 — in the same cache lines — with peer-core data sources. PCs
 //! and data addresses come from `objdump -d` (its `# 40c8 <buf2+0x8>` comments), source lines
@@ -10,7 +10,7 @@ use planted::*;
 use serde_json::Value;
 use std::path::Path;
 
-const PEER: u64 = 0b1001; // Neoverse N1 data source: peer core (seed 000 table 4.2)
+const PEER: u64 = 0b1001; // Neoverse N1 data source: peer core ([SPE methodology table 4.2])
 const L1D: u64 = 0;
 const READER: i32 = PID + 1;
 

@@ -1,8 +1,8 @@
 //! Issue 4's acceptance on real programs: the methodology's workloads recorded with
 //! `spelunk record --emulate`, then analysed with `spelunk report` / `spelunk c2c` (JSON). The
 //! expectations come from the programs' source (what each loop loads and stores), from binutils
-//! (which instructions are the chasing loads) and from the seeds' findings (seed 000 §5's false
-//! sharing, seed 004's row/column traversal), never from the code under test.
+//! (which instructions are the chasing loads) and from the seeds' findings ([SPE methodology §5]'s false
+//! sharing, [perf hot-spot guide]'s row/column traversal), never from the code under test.
 //!
 //! Needs the emulator and the workloads (`emulator/test.sh` builds both and runs this with
 //! SPELUNK_REQUIRE_EMULATOR=1); skipped otherwise.
@@ -94,7 +94,7 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
 }
 
-/// STREAM (seed 003 fig. 4): the hot objects are the three arrays, the triad phase has the
+/// STREAM ([NMO paper fig. 4]): the hot objects are the three arrays, the triad phase has the
 /// most samples, and within each kernel's phase the arrays are touched as its source says --
 /// copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c: loads only from the right-hand arrays,
 /// stores only to the left-hand one, nothing on the third, one load per element of each
@@ -162,7 +162,7 @@ fn stream_arrays_and_phases() {
             }
         }
     }
-    // Jitter on: eq. 1 accuracy is high (seed 003 reports >= 94% on hardware).
+    // Jitter on: eq. 1 accuracy is high ([NMO paper] reports >= 94% on hardware).
     let acc = r["recording"]["sampling_quality"]["accuracy"]
         .as_f64()
         .unwrap();
@@ -170,7 +170,7 @@ fn stream_arrays_and_phases() {
     assert_eq!(r["recording"]["emulated"], true);
 }
 
-/// The pointer chase (seed 000 §4.2): SPE has no skid, so every load sampled inside the
+/// The pointer chase ([SPE methodology §4.2]): SPE has no skid, so every load sampled inside the
 /// "chase" phase inside chase() is one of its dependent loads `mov REG, QWORD PTR [REG]`, the
 /// instructions objdump lists, and they are served by the level the 8 MB buffer fits in.
 #[test]

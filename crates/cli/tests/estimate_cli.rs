@@ -1,4 +1,4 @@
-//! `spelunk estimate` end to end on planted recordings. The headline test rebuilds seed 000
+//! `spelunk estimate` end to end on planted recordings. The headline test rebuilds [SPE methodology]
 //! §4.4.2's worked example as a recording: 377965 load samples in a frd() whose loads are
 //! 4-byte (objdump says DWORD PTR), first and last timestamps 27685587232500 and
 //! 27685591816027 on a 25 MHz timer (40 ns per tick, TIME_CONV), `-c 1024` with jitter on a
@@ -97,7 +97,7 @@ fn seed_000_bandwidth_worked_example_end_to_end() {
     assert_eq!(r2["estimated_bytes"], 1_741_662_720u64);
     assert_eq!(r2["bandwidth_bytes_per_s"], r["bandwidth_bytes_per_s"]);
 
-    // The text shows the paper's steps.
+    // The text shows [SPE methodology]'s steps.
     let (ok, text, err) = spelunk(&["estimate", "bandwidth", path, "--symbol", "frd"]);
     assert!(ok, "{err}");
     for want in [

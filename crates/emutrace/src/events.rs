@@ -1,7 +1,7 @@
 //! Counter codes that appear in a trace's counter schema.
 //!
 //! PMU events use their architected codes (Arm ARM common events, as listed in
-//! `/work/shared/reference/topdown/arm-pmu-events/neoverse-n1.json`). Ground-truth counters,
+//! Arm's Neoverse N1 PMU event list (ARM-software/data, `pmu/neoverse-n1.json`)). Ground-truth counters,
 //! which no hardware produces, use codes from [`TRUTH_BASE`] up. A trace carries its own schema
 //! (code and name of every counter), so readers never depend on this list; it exists so code
 //! can name the counters it asks for.

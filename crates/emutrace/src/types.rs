@@ -14,7 +14,7 @@ pub struct RunConfig {
     pub timer_hz: u64,
     /// PMSIRR_EL1.INTERVAL as applied (the requested period rounded down to a multiple of 256).
     pub spe_interval: u32,
-    /// Twice the mean actual interval between selected ops (seed 000 table 4.3).
+    /// Twice the mean actual interval between selected ops ([SPE methodology table 4.3]).
     pub spe_interval_mean_x2: u32,
     /// `format::spe_flags` bits.
     pub spe_flags: u32,
@@ -73,7 +73,7 @@ impl RunConfig {
         self.spe_flags & crate::format::spe_flags::COLLISIONS != 0
     }
     /// Mean number of ops between selected ops: base + 1 without jitter, base + 128 with
-    /// jitter (seed 000 table 4.3, ERnd = 0).
+    /// jitter ([SPE methodology table 4.3], ERnd = 0).
     pub fn actual_interval(&self) -> f64 {
         f64::from(self.spe_interval_mean_x2) / 2.0
     }

@@ -1,7 +1,7 @@
 //! Acceptance tests of the emulator (issue 3), run on traces the Valgrind tool writes for the
 //! workloads. Expected values come from the run's CONFIG (the configured latencies and
 //! geometry), from the workloads' known behaviour, and from the methods of the seeds (derived
-//! latency and bandwidth, seed 000 §4.2.4 and §4.4.2; accuracy, seed 003 eq. 1) -- never from
+//! latency and bandwidth, [SPE methodology §4.2.4 and §4.4.2]; accuracy, [NMO paper eq. 1]) -- never from
 //! re-running the emulator's model.
 //!
 //! The tool and the workloads must be built (`emulator/build.sh`, `make -C workloads`);
@@ -93,7 +93,7 @@ fn data_source(s: &Sample, midr: u64) -> Option<DataSource> {
     DataSourceEncoding::for_midr(Midr(midr)).decode(s.record.data_source?)
 }
 
-/// seed 000 §4.2.4: derived latency = (last - first sampled load time) / (loads sampled x
+/// [SPE methodology §4.2.4]: derived latency = (last - first sampled load time) / (loads sampled x
 /// actual interval), in ns.
 fn derived_latency_ns(t: &Trace, loads: &[&Sample]) -> f64 {
     let first = loads.first().map(|s| s.timestamp()).unwrap_or(0);
@@ -117,7 +117,7 @@ fn chain_capacity_lines(cache_bytes: u32, assoc: u32, line: u32, stride: u64) ->
 #[test]
 fn pointer_chase_plateaus_match_the_configured_levels() {
     let Some((_, wl)) = setup() else { return };
-    // Sizes of seed 000 figure 4.3's plateaus, scaled to run in seconds: 16 KiB, 160 KiB,
+    // Sizes of [SPE methodology figure 4.3]'s plateaus, scaled to run in seconds: 16 KiB, 160 KiB,
     // 8 MiB, 64 MiB with stride 4096 (lat_mem_rd -P 1 SIZE 4096), loads only, jitter on.
     let sizes: [(u64, &str); 4] = [
         (16 << 10, "16k"),
@@ -250,7 +250,7 @@ fn bw_mem_bandwidth_estimate_matches_ground_truth() {
         four as f64 >= 0.99 * loads.len() as f64,
         "frd reads 4 bytes"
     );
-    // seed 000 §4.4.2: samples x interval x 4 bytes / (last - first sample time)
+    // [SPE methodology §4.4.2]: samples x interval x 4 bytes / (last - first sample time)
     let first = loads[0].timestamp();
     let last = loads[loads.len() - 1].timestamp();
     let est_bytes = loads.len() as f64 * t.config.actual_interval() * 4.0;
@@ -278,7 +278,7 @@ fn bw_mem_bandwidth_estimate_matches_ground_truth() {
     );
 }
 
-/// seed 003 eq. 1: accuracy = 1 - |MEM_ACCESS - samples x period| / MEM_ACCESS, over the run.
+/// [NMO paper eq. 1]: accuracy = 1 - |MEM_ACCESS - samples x period| / MEM_ACCESS, over the run.
 fn eq1_accuracy(t: &Trace) -> (f64, f64) {
     let mem = t.total(events::MEM_ACCESS) as f64;
     let samples = t
@@ -286,7 +286,7 @@ fn eq1_accuracy(t: &Trace) -> (f64, f64) {
         .iter()
         .filter(|s| s.is_load() || s.is_store())
         .count() as f64;
-    // with jitter the period is the actual mean interval of seed 000 table 4.3 (base + 128)
+    // with jitter the period is the actual mean interval of [SPE methodology table 4.3] (base + 128)
     let period = t.config.actual_interval();
     (1.0 - ((mem - samples * period) / mem).abs(), samples)
 }
@@ -316,7 +316,7 @@ fn check_sampling_counters(t: &Trace) {
     );
 }
 
-/// NMO's benchmark (seed 003 §VII.A): STREAM, where 43% of the ops access memory. Jittered
+/// NMO's benchmark ([NMO paper §VII.A]): STREAM, where 43% of the ops access memory. Jittered
 /// selection picks an op class at random, so samples x period has a binomial spread of
 /// sqrt((1-p) / (N p)) for N selected ops of which a fraction p access memory: the runs are
 /// long enough for that spread to stay under 0.4% (87k and 43k memory samples), so 99% is
@@ -492,7 +492,7 @@ fn stride_benchmark_is_backend_bound_with_dependent_loads() {
         inst / cyc,
         100.0 * backend / cyc
     );
-    // seed 001: IPC 0.22 and 83% back-end stalls on N1 -- each load depends on the previous
+    // [N1 PMU methodology]: IPC 0.22 and 83% back-end stalls on N1 -- each load depends on the previous
     assert!(inst / cyc < 0.5, "IPC {}", inst / cyc);
     assert!(backend / cyc > 0.5);
 }

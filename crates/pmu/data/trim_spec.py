@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate crates/pmu/data/telemetry/*.json from Arm's telemetry specifications.
 
-Usage: python3 trim_spec.py SRC_DIR   (SRC_DIR = shared/reference/topdown/telemetry-neoverse)
+Usage: python3 trim_spec.py SRC_DIR   (SRC_DIR = telemetry-solution's data/pmu/cpu/neoverse)
 
 Keeps only facts (event codes, metric formulas/units/event lists, group membership, the
 top-down methodology's stages and decision tree, product configuration, document provenance).

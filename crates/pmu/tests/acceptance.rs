@@ -1,6 +1,6 @@
 //! Acceptance: published measurements reproduced from their raw counts, end to end through the
 //! `perf stat -x` import (fixtures in tests/data/perf-stat, each saying where its counts come
-//! from). Expected values are hand arithmetic on the papers' counts, written out as decimals
+//! from). Expected values are hand arithmetic on [N1 PMU methodology]'s and [perf c2c learning path]'s counts, written out as decimals
 //! (never recomputed from the same formula), to the precision stated.
 
 use spelunk_pmu::catalog;
@@ -102,7 +102,7 @@ fn seed001_stride_baseline_tables_1_to_4() {
     }
     approx(paper_formula.eval(&Ev(&r)).ok(), 20.00, 2);
 
-    // Counts the paper does not give stay unavailable, never 0.
+    // Counts the document does not give stay unavailable, never 0.
     let bm = r.scopes[0].totals.metric("branch_mpki").unwrap();
     assert_eq!(bm.value, None);
     assert_eq!(
@@ -163,7 +163,7 @@ fn seed001_stride_optimized_tables_7_to_9() {
         2,
     );
     // Table 9: L1D refills -68.97 % ("-68.96 %"), L2 refills +22.96 % ("+22.95 %"),
-    // L1D accesses 4,011,259,164 / 2,015,180,109 - 1 = +99.05 % (the paper prints +99.4 %,
+    // L1D accesses 4,011,259,164 / 2,015,180,109 - 1 = +99.05 % ([N1 PMU methodology] prints +99.4 %,
     // which its own counts do not give).
     approx(
         Some((ev(&opt, "L1D_CACHE_REFILL") / ev(&base, "L1D_CACHE_REFILL") - 1.0) * 100.0),

@@ -303,12 +303,12 @@
         t.load_latency ? 'p50 ' + t.load_latency.p50 + ', p99 ' + t.load_latency.p99 + ', max ' + t.load_latency.max + '; exec mean ' + (t.load_exec_latency ? fmt.lat(t.load_exec_latency.mean) : '-') : 'no loads with a latency')));
     const q = rec.sampling_quality;
     if (q) {
-      // seed 003 eq. 1 and seed 000 table 2.2, from the PMU counts recorded with the profile.
+      // [NMO paper eq. 1] and [SPE methodology table 2.2], from the PMU counts recorded with the profile.
       const ratio = (x) => (x === null || x === undefined ? '-' : fmt.fixed(x, 6));
       const accSub = q.accuracy === null ? 'no MEM_ACCESS count or interval'
         : '1 - |' + fmt.int(q.mem_access) + ' MEM_ACCESS - ' + fmt.int(q.memory_samples) + ' memory samples x ' + fmt.int(q.interval) + '| / MEM_ACCESS';
       s.append(h('div', { class: 'tiles', id: 'sampling-quality' },
-        tile('tile-accuracy', 'sampling accuracy (seed 003 eq. 1)', q.accuracy === null ? '-' : fmt.pct(q.accuracy), accSub),
+        tile('tile-accuracy', 'sampling accuracy ([NMO paper eq. 1])', q.accuracy === null ? '-' : fmt.pct(q.accuracy), accSub),
         tile('tile-ratios', 'SPE sampling ratios (' + q.counts_from + ' counts)', ratio(q.sampling_ratio),
           'sampling (FEED/POP); filter ' + ratio(q.filter_ratio) + ' (FILTRATE/FEED); collision ' + ratio(q.collision_ratio) + ' (COLLISION/POP)')));
       q.notes.forEach((n) => s.append(h('div', { class: 'warnbox', text: n })));

@@ -1,4 +1,4 @@
-//! `spelunk c2c` in the terminal, in `perf c2c report --stdio`'s three sections (seed 000
+//! `spelunk c2c` in the terminal, in `perf c2c report --stdio`'s three sections ([SPE methodology]
 //! §5.2.4–5.2.6) with spelunk's additions: the data object, the threads and a verdict per line.
 
 use spelunk_analysis::c2c::{C2cReport, LineCounts};

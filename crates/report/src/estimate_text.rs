@@ -1,5 +1,5 @@
 //! `spelunk estimate` in the terminal: the inputs and each step of the arithmetic, laid out as
-//! seed 000 §4.2.4 and §4.4.2 lay them out, so a reader can redo the calculation by hand.
+//! [SPE methodology §4.2.4 and §4.4.2] lay them out, so a reader can redo the calculation by hand.
 
 use spelunk_analysis::estimate::{EstimateKind, EstimateReport};
 use std::fmt::Write as _;
@@ -33,7 +33,7 @@ fn thousands_f(x: f64, prec: usize) -> String {
     }
 }
 
-/// Seconds with nine decimals (the paper's "0.183341080 second").
+/// Seconds with nine decimals ([SPE methodology §4.4.2]'s "0.183341080 second").
 fn seconds(ns: f64) -> String {
     format!("{:.9}", ns * 1e-9)
 }
@@ -41,8 +41,8 @@ fn seconds(ns: f64) -> String {
 pub fn render(r: &EstimateReport) -> String {
     let mut o = String::new();
     let title = match r.kind {
-        EstimateKind::Latency => "Derived latency (an estimate; seed 000 §4.2.4)",
-        EstimateKind::Bandwidth => "Memory bandwidth (an estimate; seed 000 §4.4.2)",
+        EstimateKind::Latency => "Derived latency (an estimate; [SPE methodology §4.2.4])",
+        EstimateKind::Bandwidth => "Memory bandwidth (an estimate; [SPE methodology §4.4.2])",
     };
     let _ = writeln!(o, "{title}");
     let _ = writeln!(o, "  recording    {}", r.file);
@@ -223,7 +223,7 @@ pub fn render(r: &EstimateReport) -> String {
     }
     let _ = writeln!(
         o,
-        "\nSPE samples one operation per interval, so these are statistical estimates; they hold\nfor regular, repetitive code (seed 000 §4.5)."
+        "\nSPE samples one operation per interval, so these are statistical estimates; they hold\nfor regular, repetitive code ([SPE methodology §4.5])."
     );
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");

@@ -228,7 +228,7 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         if let (Some(a), Some(m), Some(e)) = (q.accuracy, q.mem_access, q.estimated_mem_access) {
             let _ = writeln!(
                 o,
-                "  accuracy (seed 003 eq. 1): {} = 1 - |{m} MEM_ACCESS - {} memory samples x {} | / {m} (estimate {e})",
+                "  accuracy ([NMO paper eq. 1]): {} = 1 - |{m} MEM_ACCESS - {} memory samples x {} | / {m} (estimate {e})",
                 pct(a),
                 q.memory_samples,
                 q.interval.unwrap_or(0),

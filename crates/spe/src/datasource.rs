@@ -2,7 +2,7 @@
 //! so it is chosen per CPU model (by MIDR).
 //!
 //! Provenance:
-//! - Common Arm encoding (Neoverse N1/N2/V1/V2, Cortex-A720/A725/X1C/X3/X925): seed 000 table 4.2
+//! - Common Arm encoding (Neoverse N1/N2/V1/V2, Cortex-A720/A725/X1C/X3/X925): [SPE methodology table 4.2]
 //!   ("Neoverse N1 data source bit encoding") and the cores' TRMs.
 //! - AmpereOne: Ampere's IMPDEF values as documented in Linux perf's arm-spe support
 //!   (0 local-chip cache or device, 3 SLC, 5 remote-chip cache, 7 DDR, 8 L1D, 9 L2D).
@@ -65,7 +65,7 @@ pub enum DataSourceOrigin {
 /// Which table turns a Data Source packet value into a [`DataSource`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DataSourceEncoding {
-    /// The Arm (Neoverse/Cortex) encoding of seed 000 table 4.2.
+    /// The Arm (Neoverse/Cortex) encoding of [SPE methodology table 4.2].
     Common,
     AmpereOne,
     HiSiliconHip,

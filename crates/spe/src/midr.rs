@@ -3,7 +3,7 @@
 //! Provenance: Arm ARM (DDI 0487) MIDR_EL1 field layout (Implementer \[31:24\], Variant \[23:20\],
 //! Architecture \[19:16\], PartNum \[15:4\], Revision \[3:0\]); part numbers from the cores' Technical
 //! Reference Manuals, as also listed in Linux `arch/arm64/include/asm/cputype.h` and in Arm's
-//! telemetry `midr-mapping.json` (../shared/reference/topdown/telemetry-neoverse).
+//! telemetry `midr-mapping.json` (ARM-software/telemetry-solution, `data/pmu/cpu/neoverse`).
 
 use core::fmt;
 

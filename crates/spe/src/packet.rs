@@ -2,7 +2,7 @@
 //!
 //! Provenance: Arm Architecture Reference Manual for A-profile architecture (DDI 0487),
 //! chapter "Statistical Profiling Extension", section "Statistical Profiling Extension sample
-//! record specification" (packet headers, payload sizes, field positions), and seed 000 §2.3.2.
+//! record specification" (packet headers, payload sizes, field positions), and [SPE methodology §2.3.2].
 //!
 //! Header byte layout (one byte, or two for the extended form):
 //!

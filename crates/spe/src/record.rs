@@ -61,7 +61,7 @@ pub fn counter_saturated(v: u16) -> bool {
 }
 
 impl SpeRecord {
-    /// Derived execution latency = total − issue − translation (seed 000 §2.3.2 and table 4.1).
+    /// Derived execution latency = total − issue − translation ([SPE methodology §2.3.2 and table 4.1]).
     /// `None` when total or issue latency is absent, when any present counter is saturated, or
     /// when the counters are inconsistent (issue + translation > total). Translation latency is
     /// treated as 0 when absent (non-memory operations have none).

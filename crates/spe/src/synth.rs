@@ -2,9 +2,9 @@
 //! generated test recordings. Everything produced here is labelled synthetic wherever it is used;
 //! it is never presented as a measurement.
 //!
-//! The mix follows what seed 000 shows for real workloads: mostly loads (GP-register, some
+//! The mix follows what [SPE methodology] shows for real workloads: mostly loads (GP-register, some
 //! SIMD&FP), stores, conditional branches with occasional mispredictions; load latencies by data
-//! source roughly at the Neoverse N1 plateaus of seed 000 table 4.4 (L1D ≈ 4, L2 ≈ 14, SLC ≈ 100,
+//! source roughly at the Neoverse N1 plateaus of [SPE methodology table 4.4] (L1D ≈ 4, L2 ≈ 14, SLC ≈ 100,
 //! DRAM ≈ 280 cycles of execution latency).
 
 use crate::address::{CodeAddress, DataPhysicalAddress, DataVirtualAddress};

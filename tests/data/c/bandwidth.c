@@ -1,5 +1,5 @@
 /* Test program for `spelunk estimate` (crates/cli/tests/estimate_cli.rs): frd() reads 4-byte
- * ints in an unrolled loop like lmbench's bw_mem frd (seed 000 figure 4.10); mixed() reads
+ * ints in an unrolled loop like lmbench's bw_mem frd ([SPE methodology figure 4.10]); mixed() reads
  * 8-byte and 1-byte values. volatile keeps each element a separate scalar load. */
 #include <stddef.h>
 

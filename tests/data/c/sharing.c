@@ -1,5 +1,5 @@
 /* Test program for `spelunk c2c` (crates/cli/tests/c2c_cli.rs), after the false-sharing example
- * of seed 000 §5.2 (Joe Mario's false_sharing_example.c): a lock thread writes lock0/lock1 while
+ * of [SPE methodology §5.2] (Joe Mario's false_sharing_example.c): a lock thread writes lock0/lock1 while
  * reader threads read reader1..4 of the same struct. With -DNO_FALSE_SHARING the padding moves
  * the reader fields to the next cache line. counter is truly shared: every thread writes it. */
 typedef struct _buf {
