@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: the Valgrind tool.
  *
  * Instrumentation (one dirty call per executed superblock):

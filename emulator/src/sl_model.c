@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: machine model. See sl_model.h for the interface and units, and
  * emulator/MODEL.md for the description of every mechanism and its provenance. */
 #include "sl_model.h"

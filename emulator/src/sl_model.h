@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: the machine model (caches with coherence, TLBs, prefetcher, branch
  * predictor, a dispatch/issue/retire timing model, the SPE sampler and the PMU counters).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: the few types and runtime functions the model needs, mapped either to the
  * Valgrind tool API (the default) or to libc (SL_NATIVE, for the native unit tests). */
 #ifndef SL_PORT_H

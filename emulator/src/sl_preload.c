@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: the annotation runtime used under Valgrind.
  *
  * Valgrind preloads vgpreload_spelunk-<platform>.so into the program, so the weak references of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: trace writer (layouts in emulator/FORMAT.md). */
 #include "sl_trace.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: trace writer. The byte layouts are specified in emulator/FORMAT.md; every
  * function here writes exactly one record of that document. */
 #ifndef SL_TRACE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* spelunk emulator: Valgrind client-request codes of the annotation ABI (include/spelunk.h).
  * The preload library (sl_preload.c) implements the ABI symbols with these requests; the tool
  * (sl_main.c) handles them. Arguments are listed per request. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* The annotation header compiled into a program: natively no runtime is loaded and every call
  * is a no-op; with a runtime preloaded (tests/fake_runtime.c, or the emulator's) the weak
  * references resolve to it at load time. Prints what it observed; test.sh checks the output. */

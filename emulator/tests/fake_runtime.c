@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* A stand-in for a spelunk runtime implementing ABI v1 (include/spelunk.h): prints each call,
  * so test.sh can check that an LD_PRELOADed library receives the header's calls. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later (a Valgrind tool; see LICENSE.md) */
 /* Unit tests of the emulator's machine model (emulator/src/sl_model.c), built natively by
  * emulator/build.sh and run by emulator/test.sh. Expected values are computed by hand in the
  * comments from the configured geometry; none is read back from the model's own state. */
