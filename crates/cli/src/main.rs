@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 mod annotate;
 mod c2c;
+mod check;
 mod common;
+mod completions;
 mod decode;
 mod diff;
 mod estimate;
@@ -20,7 +22,7 @@ mod topdown;
 /// and data sources, top-down PMU metrics.
 #[derive(Parser, Debug)]
 #[command(name = "spelunk", version, about, long_about = None, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -29,9 +31,12 @@ struct Cli {
 enum Command {
     Annotate(annotate::AnnotateArgs),
     C2c(c2c::C2cArgs),
+    Check(check::CheckArgs),
+    Completions(completions::CompletionsArgs),
     Decode(decode::DecodeArgs),
     Diff(diff::DiffArgs),
     Estimate(estimate::EstimateArgs),
+    Man(completions::ManArgs),
     Record(record::RecordArgs),
     Report(report::ReportArgs),
     Topdown(topdown::TopdownArgs),
@@ -42,9 +47,12 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Annotate(args) => annotate::run(args),
         Command::C2c(args) => c2c::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Completions(args) => completions::completions(args),
         Command::Decode(args) => decode::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Estimate(args) => estimate::run(args),
+        Command::Man(args) => completions::man(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
         Command::Topdown(args) => topdown::run(args),

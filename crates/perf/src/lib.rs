@@ -79,6 +79,7 @@ pub mod reader;
 pub mod records;
 pub mod sidecar;
 pub mod source;
+pub mod spe_pmu;
 pub mod timeconv;
 pub mod writer;
 

@@ -191,30 +191,8 @@ fn parse_num(s: &str) -> Option<u64> {
     }
 }
 
-/// Parses a kernel CPU list (`0-3,8,10-11`).
-pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    let s = s.trim();
-    if s.is_empty() {
-        return Some(out);
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || b - a > 65_536 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
+/// Parses a kernel CPU list (`0-3,8,10-11`): one parser for core and SPE PMUs.
+pub use spelunk_perf::spe_pmu::parse_cpu_list;
 
 /// (cpu, MIDR) from the Arm fields of /proc/cpuinfo.
 pub fn parse_cpuinfo(text: &str) -> Vec<(u32, Midr)> {

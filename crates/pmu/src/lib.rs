@@ -9,6 +9,7 @@
 //! machine.
 
 pub mod catalog;
+pub mod check;
 pub mod compute;
 pub mod counts;
 pub mod describe;
