@@ -552,7 +552,7 @@ mod tests {
 
     #[test]
     fn aarch64_access_sizes_from_seed_000_memcpy() {
-        // Seed 000 §3.3.2/§3.4.2 memcpy: ldp q0, q1 moves 32 bytes; tbz is a conditional branch.
+        // [SPE methodology §3.3.2/§3.4.2] memcpy: ldp q0, q1 moves 32 bytes; tbz is a conditional branch.
         // Encodings from aarch64-linux-gnu-as, checked with aarch64-linux-gnu-objdump:
         // ldp q0, q1, [x1, #80] = 0xad428420.
         let i = a64(0xad428420, 0x85114);

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 /// How the Linux arm_spe driver turns a requested period into PMSIRR_EL1.INTERVAL: clamp to the
 /// CPU's minimum interval (`/sys/bus/event_source/devices/arm_spe_0/caps/min_interval`) and
-/// round down to a multiple of 256 (the register field is bits \[31:8\]). Seed 000 §4.2.4 step 01:
+/// round down to a multiple of 256 (the register field is bits \[31:8\]). [SPE methodology §4.2.4] step 01:
 /// "the value that you input rounded by 256"; without `-c` the base is the minimum interval.
 pub fn base_interval(requested: Option<u64>, min_interval: u64) -> u64 {
     const INTERVAL_MASK: u64 = 0xffff_ff00; // PMSIRR_EL1.INTERVAL, bits [31:8]

@@ -1040,7 +1040,7 @@ impl ProfileBuilder<'_> {
     }
 }
 
-/// Seed 000 table 2.2 ratios and [NMO paper eq. 1] accuracy from the sidecar's counter totals;
+/// [SPE methodology table 2.2] ratios and [NMO paper eq. 1] accuracy from the sidecar's counter totals;
 /// None when it has none of the counts.
 pub fn sampling_quality(
     sc: &Sidecar,

@@ -260,7 +260,7 @@ fn pointer_chase_samples_land_on_the_chasing_loads() {
     assert!(top["share"].as_f64().unwrap() > 0.95, "{top}");
 }
 
-/// Seed 000 §5: the reader's field shares a line with the lock thread's fields, so spelunk c2c
+/// [SPE methodology §5]: the reader's field shares a line with the lock thread's fields, so spelunk c2c
 /// ranks that line first with peer-core loads at the reader offset (0x20) and stores at the
 /// lock offsets, from two threads, and calls it false sharing; padded, no line has peer loads.
 #[test]
@@ -326,7 +326,7 @@ fn false_sharing_shows_in_c2c_and_disappears_with_padding() {
     );
 }
 
-/// Seed 004: compute_squares walking the array by column misses L1D on (nearly) every load,
+/// [perf hot-spot guide]: compute_squares walking the array by column misses L1D on (nearly) every load,
 /// walking it by row almost never (8 longs per 64-byte line, prefetched).
 #[test]
 fn column_order_traversal_misses_l1d_row_order_does_not() {

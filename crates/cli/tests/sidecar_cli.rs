@@ -177,7 +177,7 @@ fn phases_objects_and_sampling_quality_from_the_sidecar() {
         .unwrap();
     assert_eq!(big["stores"], 50);
 
-    // Seed 000 table 2.2 and [NMO paper eq. 1]: interval -c 1024 without jitter = 1025;
+    // [SPE methodology table 2.2] and [NMO paper eq. 1]: interval -c 1024 without jitter = 1025;
     // memory samples 140 loads + 50 stores = 190; 190 x 1025 = 194750;
     // accuracy = 1 - |200000 - 194750| / 200000 = 0.97375.
     let q = &r["recording"]["sampling_quality"];
