@@ -12,6 +12,11 @@ if [ -x /spelunk ]; then
   /spelunk topdown -- /workload > /tmp/td.txt 2>&1; rc=$?
   cat /tmp/td.txt
   [ $rc = 0 ] && ok "spelunk topdown ran" || bad "spelunk topdown exit $rc"
+  # -icount shift=0: one instruction per cycle, so IPC is 1 (hand-derived, not from spelunk).
+  grep -Eq '^ +ipc +(1\.00|0\.99)' /tmp/td.txt && ok "IPC 1.0 under -icount" || bad "IPC is not 1.0"
+  # L1D_CACHE (0x04) is absent from events/ (QEMU lacks it): must be "not counted", never 0.
+  grep -q 'missing_events.*L1D_CACHE' /tmp/td.txt && ok "L1D_CACHE reported not counted" \
+    || bad "L1D_CACHE not reported as not counted"
 else
   echo "skip spelunk topdown (no /spelunk in the initramfs)"
   /workload && ok "workload ran" || bad "workload failed"
