@@ -3,6 +3,8 @@
 # and says exactly what is missing otherwise. Idempotent: installs only what is absent.
 #   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf, valgrind, gcc
 #   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
+#   scripts/ensure-deps.sh vm         + qemu-system-arm, cpio, aarch64 cross gcc, the arm64 apt
+#                                       architecture (for Debian's arm64 kernel, scripts/arm64-vm.sh)
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
 #   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest (the Python tests read our Parquet)
 #   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
@@ -37,6 +39,16 @@ for mode in "$@"; do
       need_cmd node || want_apt+=(nodejs)
       need_cmd npm || want_apt+=(npm)
       ;;
+    vm)
+      need_cmd qemu-system-aarch64 || want_apt+=(qemu-system-arm)
+      need_cmd cpio || want_apt+=(cpio)
+      need_cmd aarch64-linux-gnu-gcc || want_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+      if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        [ "$(id -u)" = 0 ] || { echo "spelunk's VM test needs: sudo dpkg --add-architecture arm64 && sudo apt-get update" >&2; exit 1; }
+        dpkg --add-architecture arm64
+        apt-get update -qq
+      fi
+      ;;
     fuzz|core|"") ;;
     *) echo "ensure-deps: unknown mode '$mode'" >&2; exit 2 ;;
   esac
@@ -63,7 +75,7 @@ if need_cmd rustup; then
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
   for mode in "$@"; do
     case "$mode" in
-      cross) rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
+      cross|vm) rustup target list --installed | grep -q '^aarch64-unknown-linux-gnu$' \
                || rustup target add aarch64-unknown-linux-gnu ;;
       fuzz)  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
              need_cmd cargo-fuzz || cargo install --locked cargo-fuzz ;;

@@ -709,21 +709,39 @@ fn probe<S: PerfSys + ?Sized>(
     }
 }
 
+/// True when the PMU's sysfs `events/` list shows that the PMU does not implement `code`.
+///
+/// The armv8_pmuv3 driver lists a common event (0x0000-0x003F, 0x4000-0x403F) under `events/`
+/// only when the PMCEID registers say the core implements it, yet a raw event it lacks still
+/// opens and counts 0 (seen under QEMU's neoverse-n1 and on real cores). Such a reading is "not
+/// counted", never 0. Codes outside the PMCEID ranges are never listed, so nothing is inferred
+/// for them; an empty or missing `events/` directory says nothing either.
+fn absent_per_pmceid(code: u64, listed: &std::collections::BTreeSet<u64>) -> bool {
+    let pmceid_range = code < 0x40 || (0x4000..0x4040).contains(&code);
+    pmceid_range && !listed.is_empty() && !listed.contains(&code)
+}
+
 fn to_raw(plan: &Plan, readings: &[GroupReading], group_offset: usize) -> Vec<RawReading> {
+    let listed: std::collections::BTreeSet<u64> = plan
+        .ty
+        .pmu
+        .iter()
+        .flat_map(|p| p.events.values().map(|&c| u64::from(c)))
+        .collect();
     let mut out = Vec::new();
     for r in readings {
         let g = r.group + group_offset;
         let Some(names) = plan.groups.get(g) else {
             continue;
         };
-        for (e, (name, _)) in r.events.iter().zip(names) {
+        for (e, (name, code)) in r.events.iter().zip(names) {
             out.push(RawReading {
                 group: g,
                 event: name.clone(),
                 value: e.value,
                 time_enabled_ns: e.time_enabled_ns,
                 time_running_ns: e.time_running_ns,
-                unsupported: e.unsupported,
+                unsupported: e.unsupported || absent_per_pmceid(*code, &listed),
             });
         }
     }
@@ -992,6 +1010,19 @@ mod tests {
         let mut full = vec!["topdown"];
         full.extend_from_slice(v);
         Cli::try_parse_from(full).unwrap().args
+    }
+
+    /// QEMU's neoverse-n1 lists only these four under `events/` (docs: arm64-vm recipe); the
+    /// armv8_pmuv3 driver hides PMCEID-absent common events, so L1D_CACHE (0x04) is absent,
+    /// while an implementation-defined code (0x40+) is never listed and proves nothing.
+    #[test]
+    fn events_missing_from_sysfs_are_not_counted() {
+        let listed: std::collections::BTreeSet<u64> = [0x11, 0x08, 0x24, 0x23].into();
+        assert!(absent_per_pmceid(0x04, &listed));
+        assert!(absent_per_pmceid(0x4004, &listed));
+        assert!(!absent_per_pmceid(0x08, &listed));
+        assert!(!absent_per_pmceid(0x40, &listed));
+        assert!(!absent_per_pmceid(0x04, &Default::default()));
     }
 
     fn tree(name: &str) -> String {
