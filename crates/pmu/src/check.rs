@@ -29,8 +29,9 @@ pub struct CoreCheck {
     pub slots: Option<u32>,
     /// The top-down catalog used for this core.
     pub catalog: String,
-    /// Catalog events the PMU lists under `events/`, and those it does not (counted as "not
-    /// counted", never 0).
+    /// Events the PMU lists under `events/`, and the catalog's common events (PMCEID ranges) it
+    /// does not list: those are "not counted", never 0. Implementation-defined events are
+    /// never listed by the kernel, so they are not judged here.
     pub events_listed: usize,
     pub events_missing: Vec<String>,
     /// Catalog metrics that read at least one missing event.
@@ -194,15 +195,26 @@ fn core_checks(system: &System) -> Vec<CoreCheck> {
                         .values()
                         .flat_map(|m| m.events.iter().map(|e| e.as_str()))
                         .collect();
+                    // The armv8_pmuv3 driver lists a common event (0x0000-0x003F,
+                    // 0x4000-0x403F) under `events/` only when the PMCEID registers say the
+                    // core implements it; implementation-defined events (0x0040 and up) are
+                    // never listed, so their absence proves nothing. An empty list proves
+                    // nothing either.
+                    let absent = |e: &str| {
+                        let code = c.events.get(e).copied();
+                        !pmu_events.is_empty()
+                            && !pmu_events.contains(e)
+                            && code.is_some_and(|k| k < 0x40 || (0x4000..0x4040).contains(&k))
+                    };
                     let missing: Vec<String> = used
                         .iter()
-                        .filter(|e| !pmu_events.contains(*e))
+                        .filter(|e| absent(e))
                         .map(|e| e.to_string())
                         .collect();
                     let not_counted: Vec<String> = c
                         .metrics
                         .values()
-                        .filter(|m| m.events.iter().any(|e| !pmu_events.contains(e.as_str())))
+                        .filter(|m| m.events.iter().any(|e| absent(e)))
                         .map(|m| m.name.clone())
                         .collect();
                     (c.id.clone(), missing, not_counted, c.metrics.len())

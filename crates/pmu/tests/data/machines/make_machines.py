@@ -7,8 +7,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TELEMETRY = os.path.join(HERE, "../../../data/telemetry")
 
 def events_of(spec):
+    """The events armv8_pmuv3 lists under events/ on that core: the specification's common
+    events (0x0000-0x003F, 0x4000-0x403F: the PMCEID ranges); the kernel never lists
+    implementation-defined ones."""
     d = json.load(open(os.path.join(TELEMETRY, spec + ".json")))
-    return {name.lower(): int(v["code"], 16) for name, v in d["events"].items() if "code" in v}
+    out = {}
+    for name, v in d["events"].items():
+        if "code" in v:
+            code = int(v["code"], 16)
+            if code < 0x40 or 0x4000 <= code < 0x4040:
+                out[name.lower()] = code
+    return out
 
 SPE_FORMAT = {  # the arm_spe_pmu driver's format/ files (kernel ABI)
     "ts_enable": "config:0", "pa_enable": "config:1", "pct_enable": "config:2",
