@@ -77,6 +77,7 @@ pub mod counting;
 pub mod error;
 pub mod reader;
 pub mod records;
+pub mod ring;
 pub mod sidecar;
 pub mod source;
 pub mod spe_pmu;
@@ -88,7 +89,7 @@ pub use auxinfo::{AuxInfoError, SpeAuxtraceInfo, SpeCpuMetadata};
 pub use error::PerfError;
 pub use reader::{
     AuxChunk, AuxStream, AuxtraceInfoRecord, HeaderFeatures, IndexSummary, PerfDataFile, Problem,
-    ProblemKind, Sideband, UnknownRecords,
+    ProblemKind, Sideband, SidebandRecord, UnknownRecords,
 };
 pub use records::{
     AuxFlags, AuxRecord, AuxtraceError, Comm, ContextSwitch, ItraceStart, Lost, LostSamples, Mmap,

@@ -999,7 +999,6 @@ impl PerfDataFile {
             self.samples += 1;
             return;
         }
-        let name = rt::name(ty);
         // Which attr: by the sample_id's id when there are several.
         let attr_index = match lookup {
             IdLookup::Single => 0,
@@ -1024,214 +1023,21 @@ impl PerfDataFile {
         let Some(Some(pi)) = infos.get(attr_index).copied() else {
             return;
         };
-        let fixed = match ty {
-            rt::MMAP => 33,
-            rt::MMAP2 => 65,
-            rt::COMM => 9,
-            rt::FORK | rt::EXIT => 24,
-            rt::LOST => 16,
-            rt::AUX => 24,
-            rt::ITRACE_START | rt::LOST_SAMPLES | rt::SWITCH_CPU_WIDE => 8,
-            _ => 0,
-        };
-        if body.len() < fixed + sid_len {
-            self.problem(
-                ProblemKind::MalformedRecord,
-                pos,
-                format!(
-                    "malformed {name} at byte {pos}: {} body bytes, at least {} expected \
-                     ({fixed} + {sid_len} of sample_id); skipped",
-                    body.len(),
-                    fixed + sid_len
-                ),
-            );
-            return;
-        }
-        let r = raw(ty, misc, body, pi);
-        let sample = match r.common_data() {
-            Ok(c) => SampleId {
-                pid: c.pid,
-                tid: c.tid,
-                time_ns: c.timestamp,
-                id: c.id,
-                stream_id: c.stream_id,
-                cpu: c.cpu,
-            },
-            Err(_) => SampleId::default(),
-        };
-        let rp = RecordPos {
-            offset: pos,
-            attr_index,
-        };
-        let payload = &body[..body.len() - sid_len];
-        let data = RawData::Single(payload);
-        let s = |d: RawData| {
-            let v = d.as_slice();
-            let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
-            String::from_utf8_lossy(&v[..end]).into_owned()
-        };
-        match ty {
-            rt::AUX => self.sideband.aux.push(AuxRecord {
-                pos: rp,
-                sample,
-                aux_offset: u64_at(payload, 0).unwrap_or(0),
-                aux_size: u64_at(payload, 8).unwrap_or(0),
-                flags: AuxFlags(u64_at(payload, 16).unwrap_or(0)),
-            }),
-            rt::ITRACE_START => self.sideband.itrace_starts.push(ItraceStart {
-                pos: rp,
-                sample,
-                pid: i32_at(payload, 0).unwrap_or(-1),
-                tid: i32_at(payload, 4).unwrap_or(-1),
-            }),
-            rt::LOST_SAMPLES => self.sideband.lost_samples.push(LostSamples {
-                pos: rp,
-                sample,
-                lost: u64_at(payload, 0).unwrap_or(0),
-            }),
-            rt::COMM => {
-                if let Ok(c) = CommOrExecRecord::parse::<byteorder::LittleEndian>(data, misc) {
-                    self.sideband.comms.push(Comm {
-                        pos: rp,
-                        sample,
-                        pid: c.pid,
-                        tid: c.tid,
-                        name: s(c.name),
-                        exec: c.is_execve,
-                    });
+        match parse_sideband(ty, misc, body, sid_len, pi, attr_index, pos) {
+            Err(message) => self.problem(ProblemKind::MalformedRecord, pos, message),
+            Ok(None) => {}
+            Ok(Some(rec)) => {
+                let sb = &mut self.sideband;
+                match rec {
+                    SidebandRecord::Comm(c) => sb.comms.push(c),
+                    SidebandRecord::Mmap(m) => sb.mmaps.push(m),
+                    SidebandRecord::Task(t) => sb.tasks.push(t),
+                    SidebandRecord::Switch(c) => sb.switches.push(c),
+                    SidebandRecord::ItraceStart(i) => sb.itrace_starts.push(i),
+                    SidebandRecord::Lost(l) => sb.lost.push(l),
+                    SidebandRecord::LostSamples(l) => sb.lost_samples.push(l),
+                    SidebandRecord::Aux(a) => sb.aux.push(a),
                 }
-            }
-            rt::MMAP => {
-                if let Ok(m) = MmapRecord::parse::<byteorder::LittleEndian>(data, misc) {
-                    self.sideband.mmaps.push(Mmap {
-                        pos: rp,
-                        sample,
-                        mmap2: false,
-                        pid: m.pid,
-                        tid: m.tid,
-                        address: m.address,
-                        length: m.length,
-                        page_offset: m.page_offset,
-                        file_id: MmapFileId::None,
-                        prot: None,
-                        flags: None,
-                        cpu_mode: misc & abi::misc::CPUMODE_MASK,
-                        executable: m.is_executable,
-                        path: s(m.path),
-                    });
-                }
-            }
-            rt::MMAP2 => {
-                // linux-perf-event-reader asserts build_id_size <= 20; check it first.
-                if misc & abi::misc::MMAP_BUILD_ID != 0 && payload.get(32).is_some_and(|n| *n > 20)
-                {
-                    self.problem(
-                        ProblemKind::MalformedRecord,
-                        pos,
-                        format!(
-                            "malformed PERF_RECORD_MMAP2 at byte {pos}: build id size {} > 20; \
-                             skipped",
-                            payload[32]
-                        ),
-                    );
-                    return;
-                }
-                if let Ok(m) = Mmap2Record::parse::<byteorder::LittleEndian>(data, misc) {
-                    let file_id = match m.file_id {
-                        Mmap2FileId::BuildId(b) => MmapFileId::BuildId(b),
-                        Mmap2FileId::InodeAndVersion(i) => MmapFileId::Inode {
-                            maj: i.major,
-                            min: i.minor,
-                            ino: i.inode,
-                            ino_generation: i.inode_generation,
-                        },
-                    };
-                    self.sideband.mmaps.push(Mmap {
-                        pos: rp,
-                        sample,
-                        mmap2: true,
-                        pid: m.pid,
-                        tid: m.tid,
-                        address: m.address,
-                        length: m.length,
-                        page_offset: m.page_offset,
-                        file_id,
-                        prot: Some(m.protection),
-                        flags: Some(m.flags),
-                        cpu_mode: misc & abi::misc::CPUMODE_MASK,
-                        executable: misc & abi::misc::MMAP_DATA == 0,
-                        path: s(m.path),
-                    });
-                }
-            }
-            rt::FORK | rt::EXIT => {
-                if let Ok(t) = ForkOrExitRecord::parse::<byteorder::LittleEndian>(data) {
-                    self.sideband.tasks.push(TaskEvent {
-                        pos: rp,
-                        sample,
-                        kind: if ty == rt::FORK {
-                            TaskEventKind::Fork
-                        } else {
-                            TaskEventKind::Exit
-                        },
-                        pid: t.pid,
-                        ppid: t.ppid,
-                        tid: t.tid,
-                        ptid: t.ptid,
-                        time_ns: t.timestamp,
-                    });
-                }
-            }
-            rt::LOST => {
-                if let Ok(l) = LostRecord::parse::<byteorder::LittleEndian>(data) {
-                    self.sideband.lost.push(Lost {
-                        pos: rp,
-                        sample,
-                        id: l.id,
-                        lost: l.count,
-                    });
-                }
-            }
-            rt::SWITCH | rt::SWITCH_CPU_WIDE => {
-                let parsed = if ty == rt::SWITCH {
-                    Ok(ContextSwitchRecord::from_misc(misc))
-                } else {
-                    ContextSwitchRecord::parse_cpu_wide::<byteorder::LittleEndian>(data, misc)
-                };
-                if let Ok(c) = parsed {
-                    let (out, preempted, other_pid, other_tid) = match c {
-                        ContextSwitchRecord::In { prev_pid, prev_tid } => {
-                            (false, false, prev_pid, prev_tid)
-                        }
-                        ContextSwitchRecord::Out {
-                            next_pid,
-                            next_tid,
-                            preempted,
-                        } => (
-                            true,
-                            matches!(
-                                preempted,
-                                linux_perf_data::linux_perf_event_reader::TaskWasPreempted::Yes
-                            ),
-                            next_pid,
-                            next_tid,
-                        ),
-                    };
-                    self.sideband.switches.push(ContextSwitch {
-                        pos: rp,
-                        sample,
-                        out,
-                        preempted,
-                        other_pid,
-                        other_tid,
-                    });
-                }
-            }
-            _ => {
-                // THROTTLE, READ, NAMESPACES, KSYMBOL, BPF_EVENT, CGROUP, TEXT_POKE,
-                // AUX_OUTPUT_HW_ID: counted only. Touch the parser so a future typed use is
-                // one match arm away.
-                let _ = matches!(r.parse(), Ok(EventRecord::Raw(_)));
             }
         }
     }
@@ -1565,4 +1371,239 @@ fn apply_attribute_names(attrs: &mut [EventAttr], descs: &[AttributeDescription]
             a.ids = d.event_ids.clone();
         }
     }
+}
+
+/// One kernel sideband record, typed (what [`parse_sideband`] returns).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SidebandRecord {
+    Comm(Comm),
+    Mmap(Mmap),
+    Task(TaskEvent),
+    Switch(ContextSwitch),
+    ItraceStart(ItraceStart),
+    Lost(Lost),
+    LostSamples(LostSamples),
+    Aux(AuxRecord),
+}
+
+/// Parses the body of kernel record `ty` (sample_id trailer of `sid_len` bytes included) into
+/// its typed form; `Ok(None)` for types spelunk only counts (THROTTLE, KSYMBOL, ...). Used for
+/// perf.data files and for records read live from a ring buffer ([`crate::ring`]). `Err` is a
+/// message (naming byte `pos`) for a record too short or malformed, which must be skipped.
+pub fn parse_sideband(
+    ty: u32,
+    misc: u16,
+    body: &[u8],
+    sid_len: usize,
+    pi: RecordParseInfo,
+    attr_index: usize,
+    pos: u64,
+) -> Result<Option<SidebandRecord>, String> {
+    let name = rt::name(ty);
+    let fixed = match ty {
+        rt::MMAP => 33,
+        rt::MMAP2 => 65,
+        rt::COMM => 9,
+        rt::FORK | rt::EXIT => 24,
+        rt::LOST => 16,
+        rt::AUX => 24,
+        rt::ITRACE_START | rt::LOST_SAMPLES | rt::SWITCH_CPU_WIDE => 8,
+        _ => 0,
+    };
+    if body.len() < fixed + sid_len {
+        return Err(format!(
+            "malformed {name} at byte {pos}: {} body bytes, at least {} expected ({fixed} + \
+             {sid_len} of sample_id); skipped",
+            body.len(),
+            fixed + sid_len
+        ));
+    }
+    let r = raw(ty, misc, body, pi);
+    let sample = match r.common_data() {
+        Ok(c) => SampleId {
+            pid: c.pid,
+            tid: c.tid,
+            time_ns: c.timestamp,
+            id: c.id,
+            stream_id: c.stream_id,
+            cpu: c.cpu,
+        },
+        Err(_) => SampleId::default(),
+    };
+    let rp = RecordPos {
+        offset: pos,
+        attr_index,
+    };
+    let payload = &body[..body.len().saturating_sub(sid_len)];
+    let data = RawData::Single(payload);
+    let s = |d: RawData| {
+        let v = d.as_slice();
+        let end = v.iter().position(|b| *b == 0).unwrap_or(v.len());
+        String::from_utf8_lossy(&v[..end]).into_owned()
+    };
+    let rec = match ty {
+        rt::AUX => SidebandRecord::Aux(AuxRecord {
+            pos: rp,
+            sample,
+            aux_offset: u64_at(payload, 0).unwrap_or(0),
+            aux_size: u64_at(payload, 8).unwrap_or(0),
+            flags: AuxFlags(u64_at(payload, 16).unwrap_or(0)),
+        }),
+        rt::ITRACE_START => SidebandRecord::ItraceStart(ItraceStart {
+            pos: rp,
+            sample,
+            pid: i32_at(payload, 0).unwrap_or(-1),
+            tid: i32_at(payload, 4).unwrap_or(-1),
+        }),
+        rt::LOST_SAMPLES => SidebandRecord::LostSamples(LostSamples {
+            pos: rp,
+            sample,
+            lost: u64_at(payload, 0).unwrap_or(0),
+        }),
+        rt::COMM => {
+            let Ok(c) = CommOrExecRecord::parse::<byteorder::LittleEndian>(data, misc) else {
+                return Ok(None);
+            };
+            SidebandRecord::Comm(Comm {
+                pos: rp,
+                sample,
+                pid: c.pid,
+                tid: c.tid,
+                name: s(c.name),
+                exec: c.is_execve,
+            })
+        }
+        rt::MMAP => {
+            let Ok(m) = MmapRecord::parse::<byteorder::LittleEndian>(data, misc) else {
+                return Ok(None);
+            };
+            SidebandRecord::Mmap(Mmap {
+                pos: rp,
+                sample,
+                mmap2: false,
+                pid: m.pid,
+                tid: m.tid,
+                address: m.address,
+                length: m.length,
+                page_offset: m.page_offset,
+                file_id: MmapFileId::None,
+                prot: None,
+                flags: None,
+                cpu_mode: misc & abi::misc::CPUMODE_MASK,
+                executable: m.is_executable,
+                path: s(m.path),
+            })
+        }
+        rt::MMAP2 => {
+            // linux-perf-event-reader asserts build_id_size <= 20; check it first.
+            if misc & abi::misc::MMAP_BUILD_ID != 0 && payload.get(32).is_some_and(|n| *n > 20) {
+                return Err(format!(
+                    "malformed PERF_RECORD_MMAP2 at byte {pos}: build id size {} > 20; skipped",
+                    payload[32]
+                ));
+            }
+            let Ok(m) = Mmap2Record::parse::<byteorder::LittleEndian>(data, misc) else {
+                return Ok(None);
+            };
+            let file_id = match m.file_id {
+                Mmap2FileId::BuildId(b) => MmapFileId::BuildId(b),
+                Mmap2FileId::InodeAndVersion(i) => MmapFileId::Inode {
+                    maj: i.major,
+                    min: i.minor,
+                    ino: i.inode,
+                    ino_generation: i.inode_generation,
+                },
+            };
+            SidebandRecord::Mmap(Mmap {
+                pos: rp,
+                sample,
+                mmap2: true,
+                pid: m.pid,
+                tid: m.tid,
+                address: m.address,
+                length: m.length,
+                page_offset: m.page_offset,
+                file_id,
+                prot: Some(m.protection),
+                flags: Some(m.flags),
+                cpu_mode: misc & abi::misc::CPUMODE_MASK,
+                executable: misc & abi::misc::MMAP_DATA == 0,
+                path: s(m.path),
+            })
+        }
+        rt::FORK | rt::EXIT => {
+            let Ok(t) = ForkOrExitRecord::parse::<byteorder::LittleEndian>(data) else {
+                return Ok(None);
+            };
+            SidebandRecord::Task(TaskEvent {
+                pos: rp,
+                sample,
+                kind: if ty == rt::FORK {
+                    TaskEventKind::Fork
+                } else {
+                    TaskEventKind::Exit
+                },
+                pid: t.pid,
+                ppid: t.ppid,
+                tid: t.tid,
+                ptid: t.ptid,
+                time_ns: t.timestamp,
+            })
+        }
+        rt::LOST => {
+            let Ok(l) = LostRecord::parse::<byteorder::LittleEndian>(data) else {
+                return Ok(None);
+            };
+            SidebandRecord::Lost(Lost {
+                pos: rp,
+                sample,
+                id: l.id,
+                lost: l.count,
+            })
+        }
+        rt::SWITCH | rt::SWITCH_CPU_WIDE => {
+            let parsed = if ty == rt::SWITCH {
+                Ok(ContextSwitchRecord::from_misc(misc))
+            } else {
+                ContextSwitchRecord::parse_cpu_wide::<byteorder::LittleEndian>(data, misc)
+            };
+            let Ok(c) = parsed else {
+                return Ok(None);
+            };
+            let (out, preempted, other_pid, other_tid) = match c {
+                ContextSwitchRecord::In { prev_pid, prev_tid } => {
+                    (false, false, prev_pid, prev_tid)
+                }
+                ContextSwitchRecord::Out {
+                    next_pid,
+                    next_tid,
+                    preempted,
+                } => (
+                    true,
+                    matches!(
+                        preempted,
+                        linux_perf_data::linux_perf_event_reader::TaskWasPreempted::Yes
+                    ),
+                    next_pid,
+                    next_tid,
+                ),
+            };
+            SidebandRecord::Switch(ContextSwitch {
+                pos: rp,
+                sample,
+                out,
+                preempted,
+                other_pid,
+                other_tid,
+            })
+        }
+        _ => {
+            // THROTTLE, READ, NAMESPACES, KSYMBOL, BPF_EVENT, CGROUP, TEXT_POKE,
+            // AUX_OUTPUT_HW_ID: counted only. Touch the parser so a future typed use is
+            // one match arm away.
+            let _ = matches!(r.parse(), Ok(EventRecord::Raw(_)));
+            return Ok(None);
+        }
+    };
+    Ok(Some(rec))
 }
