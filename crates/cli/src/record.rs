@@ -1,10 +1,10 @@
 //! `spelunk record`: run a program and record its SPE samples and PMU counts into a perf.data
-//! plus the sidecar. Wiring only: the emulator runner and the trace conversion are
-//! spelunk-record.
+//! plus the sidecar. Wiring only: the hardware recorder, the emulator runner and the trace
+//! conversion are spelunk-record.
 
 use anyhow::{bail, Context};
 use clap::Args;
-use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions};
+use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions, HardwareOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,12 +18,18 @@ use std::process::ExitCode;
 /// FILE.spelunk.json holds phases and objects named with include/spelunk.h, the counter
 /// timeline and the emulator's exact ground truth.
 ///
-/// Without --emulate, recording needs hardware SPE (an `arm_spe_*` PMU, on Arm metal);
-/// spelunk's hardware recorder is not written yet, and the command says what to run instead.
+/// Without --emulate, spelunk records with the machine's SPE (an `arm_spe_*` PMU: Arm metal
+/// with the kernel driver loaded; `spelunk check` says whether this machine can): one SPE
+/// event per CPU following the program's whole process tree from its exec, a writable AUX
+/// buffer per CPU drained as it fills, losses (full buffers, collisions) counted per CPU. The
+/// perf.data is what `perf record -e arm_spe_0//` writes, so perf opens it too.
 #[derive(Args, Debug)]
 #[command(after_long_help = "\
 Examples:
-  spelunk record --emulate -- ./stream -n 200000          # perf.data + perf.data.spelunk.json
+  spelunk record -- ./stream -n 200000                    # hardware SPE (Arm metal)
+  spelunk record -c 4096 --filter load --min-latency 64 -o chase.data -- ./lat_mem_rd 8m
+  spelunk record -a -C 0-3 -o sys.data -- sleep 5         # every task on CPUs 0-3
+  spelunk record --emulate -- ./stream -n 200000          # any machine, under the emulator
   spelunk record --emulate -c 4096 --filter load -o chase.data -- ./lat_mem_rd 8m 4096
   spelunk record --emulate --jitter --min-latency 100 -- ./app args
   spelunk report perf.data                                # then analyse it
@@ -49,8 +55,13 @@ pub struct RecordArgs {
     pub period: u64,
 
     /// Randomise the interval (PMSIRR_EL1.RND): avoids aliasing with loop periods
-    #[arg(long)]
+    /// [default with hardware SPE; opt-in with --emulate]
+    #[arg(long, conflicts_with = "no_jitter")]
     pub jitter: bool,
+
+    /// Fixed interval, no randomisation (hardware SPE)
+    #[arg(long)]
+    pub no_jitter: bool,
 
     /// Keep only these operation types (comma-separated: load, store, branch) [default: all]
     #[arg(long, value_delimiter = ',', value_name = "TYPES")]
@@ -63,6 +74,37 @@ pub struct RecordArgs {
     /// Keep only records with all of these events (PMSEVFR_EL1 bits, hex)
     #[arg(long, value_name = "HEX")]
     pub event_filter: Option<String>,
+
+    /// Hardware SPE: do not ask for physical addresses (pa_enable; asked by default, and
+    /// dropped with a note when the kernel refuses it to an unprivileged user)
+    #[arg(long)]
+    pub no_pa: bool,
+
+    /// Hardware SPE: timestamps from the physical counter (pct_enable, privileged)
+    #[arg(long)]
+    pub pct: bool,
+
+    /// Hardware SPE: also sample kernel-mode operations (privileged at perf_event_paranoid ≥ 2)
+    #[arg(long)]
+    pub kernel: bool,
+
+    /// Hardware SPE: record every task on the CPUs (system-wide), until the command ends or,
+    /// without a command, until Ctrl-C
+    #[arg(short = 'a', long)]
+    pub all_cpus: bool,
+
+    /// Hardware SPE: only these CPUs (a list like 0-3,8) [default: every CPU the SPE PMU covers]
+    #[arg(short = 'C', long = "cpus", value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Hardware SPE: the PMU to use [default: the first arm_spe_*]
+    #[arg(long, value_name = "NAME")]
+    pub pmu: Option<String>,
+
+    /// Hardware SPE: AUX buffer pages per CPU (a power of two ≥ 2; counts against
+    /// kernel.perf_event_mlock_kb)
+    #[arg(long, default_value_t = 256, value_name = "PAGES")]
+    pub aux_pages: usize,
 
     /// Do not model sample collisions (a new sample while the previous one is still in flight)
     #[arg(long)]
@@ -78,48 +120,19 @@ pub struct RecordArgs {
     pub keep_trace: bool,
 
     /// The program and its arguments (after --)
-    #[arg(last = true, required = true, value_name = "COMMAND")]
+    #[arg(
+        last = true,
+        required_unless_present = "all_cpus",
+        value_name = "COMMAND"
+    )]
     pub command: Vec<OsString>,
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    let event_filter = check_sampling_options(&args)?;
     if !args.emulate {
-        let pmus = spelunk_record::hardware_spe_pmus();
-        if pmus.is_empty() {
-            bail!(
-                "this machine has no SPE PMU (no /sys/bus/event_source/devices/arm_spe_*): SPE \
-                 exists only on Arm metal with the kernel driver loaded. Use \
-                 `spelunk record --emulate -- CMD` to record under spelunk's emulator"
-            );
-        }
-        bail!(
-            "spelunk's hardware SPE recorder is not written yet. On this machine ({}) record \
-             with perf and analyse with spelunk: `perf record -e {}/ts_enable=1,pa_enable=1/ -d \
-             -c 1024 -- CMD`, then `spelunk report perf.data`; or use --emulate",
-            pmus.join(", "),
-            pmus[0]
-        );
+        return run_hardware(args, event_filter);
     }
-    if args.period < 256 {
-        bail!(
-            "--period {}: SPE intervals are multiples of 256 operations (the smallest Neoverse \
-             N1 allows is 1024)",
-            args.period
-        );
-    }
-    for f in &args.filter {
-        if !matches!(f.as_str(), "load" | "store" | "branch") {
-            bail!("--filter {f}: expected load, store or branch (comma-separated)");
-        }
-    }
-    let event_filter = match &args.event_filter {
-        None => 0,
-        Some(s) => {
-            let h = s.trim_start_matches("0x").trim_start_matches("0X");
-            u64::from_str_radix(h, 16)
-                .with_context(|| format!("--event-filter {s}: not a hex number"))?
-        }
-    };
     let options = EmulatorOptions {
         period_ops: args.period,
         jitter: args.jitter,
@@ -208,6 +221,99 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             args.period
         );
     }
+    Ok(ExitCode::from(code))
+}
+
+/// Checks shared by both recorders; returns the event filter.
+fn check_sampling_options(args: &RecordArgs) -> anyhow::Result<u64> {
+    if args.period < 256 {
+        bail!(
+            "--period {}: SPE intervals are multiples of 256 operations (the smallest Neoverse \
+             N1 allows is 1024)",
+            args.period
+        );
+    }
+    for f in &args.filter {
+        if !matches!(f.as_str(), "load" | "store" | "branch") {
+            bail!("--filter {f}: expected load, store or branch (comma-separated)");
+        }
+    }
+    Ok(match &args.event_filter {
+        None => 0,
+        Some(s) => {
+            let h = s.trim_start_matches("0x").trim_start_matches("0X");
+            u64::from_str_radix(h, 16)
+                .with_context(|| format!("--event-filter {s}: not a hex number"))?
+        }
+    })
+}
+
+/// `spelunk record` without --emulate: the machine's SPE.
+fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode> {
+    if !args.emulator_opts.is_empty() || args.keep_trace || args.no_collisions {
+        bail!("--emulator-opt, --keep-trace and --no-collisions apply to --emulate only");
+    }
+    if args.aux_pages < 2 || !args.aux_pages.is_power_of_two() {
+        bail!(
+            "--aux-pages {}: the kernel needs a power of two, at least 2",
+            args.aux_pages
+        );
+    }
+    let cpus = match &args.cpus {
+        None => None,
+        Some(list) => Some(
+            spelunk_perf::spe_pmu::parse_cpu_list(list)
+                .filter(|v| !v.is_empty())
+                .with_context(|| format!("--cpus {list}: expected a CPU list like 0-3,8"))?,
+        ),
+    };
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let sidecar = spelunk_perf::sidecar::Sidecar::path_for(&args.output);
+    let program = args.command.first().and_then(|p| program_path(p));
+    crate::common::guard_outputs(
+        &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+        &[&args.output, &sidecar],
+    )?;
+    let options = HardwareOptions {
+        pmu: args.pmu.clone(),
+        period_ops: args.period,
+        jitter: !args.no_jitter,
+        filter: args.filter.clone(),
+        min_latency_cycles: args.min_latency,
+        event_filter,
+        pa: !args.no_pa,
+        pct: args.pct,
+        kernel: args.kernel,
+        system_wide: args.all_cpus,
+        cpus,
+        aux_pages: args.aux_pages,
+        ..Default::default()
+    };
+    let cmdline: Vec<String> = std::env::args().collect();
+    let what = if command.is_empty() {
+        "every task (Ctrl-C stops)".to_string()
+    } else {
+        command[0].clone()
+    };
+    eprintln!("spelunk record: recording {what} with hardware SPE");
+    let started = std::time::Instant::now();
+    let rec = spelunk_record::hardware::record(&options, &command, &args.output, &cmdline)?;
+    let wall = started.elapsed();
+    for d in &rec.dropped {
+        eprintln!("spelunk record: note: {d}");
+    }
+    for w in &rec.warnings {
+        eprintln!("spelunk record: warning: {w}");
+    }
+    eprint!(
+        "{}",
+        spelunk_report::record_text::hardware_summary(&rec, wall)
+    );
+    let code = rec.exit_status.as_ref().map(exit_code).unwrap_or(0);
     Ok(ExitCode::from(code))
 }
 

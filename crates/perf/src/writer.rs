@@ -578,6 +578,26 @@ impl SpeRecordingWriter {
         )
     }
 
+    /// PERF_RECORD_SWITCH (a per-task event's switch, no other task named) of `task` on
+    /// `cpu`: a switch-in when `out` is false.
+    pub fn switch_task(
+        &mut self,
+        cpu: u32,
+        time_ns: u64,
+        out: bool,
+        preempted: bool,
+        task: Task,
+    ) -> Result<(), PerfError> {
+        let mut m = 0;
+        if out {
+            m |= misc::SWITCH_OUT;
+            if preempted {
+                m |= misc::SWITCH_OUT_PREEMPT;
+            }
+        }
+        self.sideband(abi::record::SWITCH, m, &[], DUMMY, cpu, task, time_ns)
+    }
+
     /// PERF_RECORD_ITRACE_START (SPE event) for `task` on `cpu`.
     pub fn itrace_start(&mut self, cpu: u32, time_ns: u64, task: Task) -> Result<(), PerfError> {
         let mut body = Vec::new();
@@ -619,7 +639,8 @@ impl SpeRecordingWriter {
     /// One AUX buffer write of `cpu`: a PERF_RECORD_AUX (`aux_offset` = the CPU's running
     /// offset, `aux_size` = `bytes.len()`, `flags`, sample_id of `task` at `time_ns`), then a
     /// PERF_RECORD_AUXTRACE carrying `bytes` (idx = the CPU's index in `spec.cpus`, cpu, tid).
-    /// `bytes` are SPE records whose TIMESTAMP packets use `spec.time_conv`'s timer.
+    /// `bytes` are SPE records whose TIMESTAMP packets use `spec.time_conv`'s timer. Without
+    /// bytes (the kernel reports a loss with no data) only the PERF_RECORD_AUX is written.
     pub fn aux(
         &mut self,
         cpu: u32,
@@ -637,6 +658,9 @@ impl SpeRecordingWriter {
         body.extend_from_slice(&flags.0.to_le_bytes());
         self.sideband(abi::record::AUX, 0, &body, SPE, cpu, task, time_ns)?;
         self.summary.sideband_records -= 1;
+        if bytes.is_empty() {
+            return Ok(());
+        }
 
         let padded = align8(bytes.len());
         let mut rec = Vec::with_capacity(abi::size::AUXTRACE);

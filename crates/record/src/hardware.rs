@@ -1,0 +1,962 @@
+//! The hardware recorder: Arm SPE through `perf_event_open` and its AUX area, written as a
+//! standard perf.data (the layout `perf record -e arm_spe_0// -- CMD` writes, which Linux perf
+//! 6.1 decodes) plus the sidecar.
+//!
+//! How (kernel ABI facts: include/uapi/linux/perf_event.h, drivers/perf/arm_spe_pmu.c's
+//! documented behaviour, the perf-arm-spe documentation; collected in docs/record.md):
+//! - One SPE event per CPU the PMU covers (`cpumask`), because an inherited event cannot be
+//!   mapped with cpu = -1: for a command, pid = the child, `inherit` and `enable_on_exec`, so
+//!   its whole process tree is sampled from `exec` on; with `--all-cpus`, pid = -1.
+//! - Every config bit comes from the PMU's sysfs `format/` files, never from constants: a
+//!   field the kernel does not list is an error naming it. `pa_enable`/`pct_enable` need
+//!   privilege; when the kernel refuses them (EACCES) they are dropped with one line.
+//! - Next to each SPE event a software `dummy` event (the kernel's sideband: COMM, MMAP2,
+//!   FORK/EXIT, context switches) writes into the same ring (PERF_EVENT_IOC_SET_OUTPUT).
+//! - Events are opened disabled and mapped (data ring + writable AUX area) before they are
+//!   enabled. The reader drains both rings whenever the kernel wakes it (half the AUX area)
+//!   and every 100 ms: each PERF_RECORD_AUX names the AUX bytes it covers; they are copied to
+//!   the perf.data and given back. After a TRUNCATED record the kernel has stopped the event:
+//!   it is re-enabled at once. TRUNCATED, PARTIAL and COLLISION are counted per CPU.
+
+use spelunk_perf::ring::{EventFd, MappedRing, RingRecord};
+use spelunk_perf::sidecar::Sidecar;
+use spelunk_perf::spe_pmu::{ConfigWord, SpePmu};
+use spelunk_perf::{
+    abi, counting, EventAttr, Mmap2, PerfError, RecordingSpec, SidebandRecord, SpeConfig,
+    SpeRecordingWriter, Task, TaskEventKind, TimeConv, TimeConvLayout,
+};
+use spelunk_spe::{Midr, RecordDecoder};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What to record and how.
+#[derive(Clone, Debug)]
+pub struct HardwareOptions {
+    /// The SPE PMU to use (`arm_spe_0`); `None`: the first one.
+    pub pmu: Option<String>,
+    /// Sampling interval in operations (the driver drops the low 8 bits).
+    pub period_ops: u64,
+    pub jitter: bool,
+    /// "load", "store", "branch": keep only these operation types (none: all).
+    pub filter: Vec<String>,
+    pub min_latency_cycles: u32,
+    pub event_filter: u64,
+    /// Physical addresses (`pa_enable`, privileged; dropped with a note when refused).
+    pub pa: bool,
+    /// Physical-counter timestamps (`pct_enable`, privileged).
+    pub pct: bool,
+    /// Also sample kernel-mode operations (needs privilege at `perf_event_paranoid` ≥ 2).
+    pub kernel: bool,
+    /// Record every task on the CPUs (`-a`); otherwise only the command's process tree.
+    pub system_wide: bool,
+    /// Only these CPUs (`-C`); otherwise every CPU the PMU covers.
+    pub cpus: Option<Vec<u32>>,
+    /// Data-ring pages per CPU (a power of two).
+    pub data_pages: usize,
+    /// AUX-area pages per CPU (a power of two, at least 2).
+    pub aux_pages: usize,
+    /// Where sysfs is (`/sys` on a live machine).
+    pub sysfs: PathBuf,
+}
+
+impl Default for HardwareOptions {
+    fn default() -> Self {
+        HardwareOptions {
+            pmu: None,
+            period_ops: 1024,
+            jitter: true,
+            filter: Vec::new(),
+            min_latency_cycles: 0,
+            event_filter: 0,
+            pa: true,
+            pct: false,
+            kernel: false,
+            system_wide: false,
+            cpus: None,
+            data_pages: 64,
+            aux_pages: 256,
+            sysfs: PathBuf::from("/sys"),
+        }
+    }
+}
+
+/// Per-CPU figures of a recording.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CpuFigures {
+    /// SPE records decoded from the AUX data.
+    pub records: u64,
+    pub aux_bytes: u64,
+    /// PERF_RECORD_AUX records (pieces of AUX data).
+    pub aux_pieces: u64,
+    /// AUX records flagged TRUNCATED (the buffer was full: samples lost until re-enabled).
+    pub truncated: u64,
+    /// PARTIAL (the hardware lost data inside a record).
+    pub partial: u64,
+    /// COLLISION (a sample was taken while the previous one was still in flight).
+    pub collisions: u64,
+    /// Sideband records the kernel dropped (PERF_RECORD_LOST).
+    pub lost_records: u64,
+    /// Undecodable bytes in the AUX data.
+    pub bad_bytes: u64,
+}
+
+/// What a recording wrote and saw.
+#[derive(Clone, Debug)]
+pub struct HardwareRecording {
+    pub perf_data: PathBuf,
+    pub sidecar: PathBuf,
+    pub pmu: String,
+    pub per_cpu: BTreeMap<u32, CpuFigures>,
+    /// The command's exit status (none in a system-wide run without a command).
+    pub exit_status: Option<std::process::ExitStatus>,
+    /// Options the kernel refused and that were dropped, one line each.
+    pub dropped: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+impl HardwareRecording {
+    pub fn total(&self) -> CpuFigures {
+        let mut t = CpuFigures::default();
+        for f in self.per_cpu.values() {
+            t.records += f.records;
+            t.aux_bytes += f.aux_bytes;
+            t.aux_pieces += f.aux_pieces;
+            t.truncated += f.truncated;
+            t.partial += f.partial;
+            t.collisions += f.collisions;
+            t.lost_records += f.lost_records;
+            t.bad_bytes += f.bad_bytes;
+        }
+        t
+    }
+}
+
+/// Why a hardware recording could not be made or finished.
+#[derive(Debug, thiserror::Error)]
+pub enum HardwareError {
+    #[error("{0}")]
+    NoSpe(String),
+    #[error(transparent)]
+    Pmu(#[from] spelunk_perf::spe_pmu::SpePmuError),
+    #[error("{pmu} has no format field `{field}` (its sysfs format/ lists: {known}); {why}")]
+    MissingField {
+        pmu: String,
+        field: String,
+        known: String,
+        why: String,
+    },
+    #[error("{option} {value}: does not fit {pmu}'s format field `{field}` ({bits})")]
+    FieldRange {
+        option: String,
+        value: u64,
+        pmu: String,
+        field: String,
+        bits: String,
+    },
+    #[error("perf_event_open of {what} on CPU {cpu} failed: {source}{hint}")]
+    Open {
+        what: String,
+        cpu: u32,
+        source: io::Error,
+        hint: String,
+    },
+    #[error("mapping the ring buffers of CPU {cpu} ({kib} KiB) failed: {source}{hint}")]
+    Map {
+        cpu: u32,
+        kib: usize,
+        source: io::Error,
+        hint: String,
+    },
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+    #[error(transparent)]
+    Perf(#[from] PerfError),
+    #[error(transparent)]
+    Sidecar(#[from] spelunk_perf::sidecar::SidecarError),
+}
+
+/// The SPE PMU to record with, or an error that says why there is none.
+pub fn choose_pmu(sysfs: &Path, name: Option<&str>) -> Result<SpePmu, HardwareError> {
+    let pmus = spelunk_perf::spe_pmu::spe_pmus(&sysfs.join("bus/event_source/devices"))?;
+    if pmus.is_empty() {
+        return Err(HardwareError::NoSpe(
+            "this machine has no SPE PMU (no /sys/bus/event_source/devices/arm_spe_*). SPE \
+             needs Arm metal (not a VM), a kernel with the arm_spe_pmu driver loaded \
+             (`modprobe arm_spe_pmu`) and, on some cores, `kpti=off`; `spelunk check` says \
+             which. Record under the emulator with `spelunk record --emulate -- CMD`"
+                .into(),
+        ));
+    }
+    match name {
+        None => Ok(pmus.into_iter().next().expect("checked non-empty")),
+        Some(n) => {
+            let names: Vec<String> = pmus.iter().map(|p| p.name.clone()).collect();
+            pmus.into_iter().find(|p| p.name == n).ok_or_else(|| {
+                HardwareError::NoSpe(format!(
+                    "no SPE PMU named {n}; this machine has {}",
+                    names.join(", ")
+                ))
+            })
+        }
+    }
+}
+
+/// The config words (config..config4) for `o` on `pmu`, from its sysfs format fields.
+pub fn spe_config_words(
+    pmu: &SpePmu,
+    o: &HardwareOptions,
+    pa: bool,
+    pct: bool,
+) -> Result<[u64; 5], HardwareError> {
+    let mut words = [0u64; 5];
+    let known = || pmu.format.keys().cloned().collect::<Vec<_>>().join(", ");
+    let mut set = |option: &str, field: &str, value: u64, why: &str| {
+        let f = pmu
+            .field(field)
+            .ok_or_else(|| HardwareError::MissingField {
+                pmu: pmu.name.clone(),
+                field: field.into(),
+                known: known(),
+                why: why.into(),
+            })?;
+        let (w, bits) = f.encode(value).ok_or_else(|| HardwareError::FieldRange {
+            option: option.into(),
+            value,
+            pmu: pmu.name.clone(),
+            field: field.into(),
+            bits: f.describe(),
+        })?;
+        let i = match w {
+            ConfigWord::Config => 0,
+            ConfigWord::Config1 => 1,
+            ConfigWord::Config2 => 2,
+            ConfigWord::Config3 => 3,
+            ConfigWord::Config4 => 4,
+        };
+        words[i] |= bits;
+        Ok::<(), HardwareError>(())
+    };
+    set(
+        "timestamps",
+        "ts_enable",
+        1,
+        "spelunk needs timestamps to place samples in time",
+    )?;
+    if pa {
+        set("--pa", "pa_enable", 1, "drop --pa")?;
+    }
+    if pct {
+        set("--pct", "pct_enable", 1, "drop --pct")?;
+    }
+    if o.jitter {
+        set("--jitter", "jitter", 1, "record with --no-jitter")?;
+    }
+    for f in &o.filter {
+        let field = match f.as_str() {
+            "load" => "load_filter",
+            "store" => "store_filter",
+            "branch" => "branch_filter",
+            other => {
+                return Err(HardwareError::NoSpe(format!(
+                    "--filter {other}: expected load, store or branch"
+                )))
+            }
+        };
+        set("--filter", field, 1, "record without --filter")?;
+    }
+    if o.event_filter != 0 {
+        set(
+            "--event-filter",
+            "event_filter",
+            o.event_filter,
+            "record without --event-filter",
+        )?;
+    }
+    if o.min_latency_cycles != 0 {
+        set(
+            "--min-latency",
+            "min_latency",
+            u64::from(o.min_latency_cycles),
+            "record without --min-latency",
+        )?;
+    }
+    Ok(words)
+}
+
+fn sample_id_type() -> u64 {
+    abi::sample::TID | abi::sample::TIME | abi::sample::CPU | abi::sample::IDENTIFIER
+}
+
+fn spe_attr(pmu: &SpePmu, words: &[u64; 5], o: &HardwareOptions, command: bool) -> EventAttr {
+    use abi::attr_flag as f;
+    let mut flags = f::DISABLED | f::SAMPLE_ID_ALL | f::EXCLUDE_HV | f::EXCLUDE_GUEST;
+    if command && !o.system_wide {
+        flags |= f::INHERIT | f::ENABLE_ON_EXEC;
+    }
+    if !o.kernel {
+        flags |= f::EXCLUDE_KERNEL;
+    }
+    EventAttr {
+        type_: pmu.perf_type,
+        size: abi::attr::SIZE_PERF_6_1,
+        config: words[0],
+        config1: words[1],
+        config2: words[2],
+        config3: None,
+        sample_period_or_freq: o.period_ops,
+        sample_type: sample_id_type(),
+        read_format: 0,
+        flags,
+        wakeup_events_or_watermark: 0,
+        clockid: None,
+        aux_watermark: None,
+        name: None,
+        ids: Vec::new(),
+    }
+}
+
+fn dummy_attr(o: &HardwareOptions, command: bool) -> EventAttr {
+    use abi::attr_flag as f;
+    let mut flags = f::DISABLED
+        | f::EXCLUDE_KERNEL
+        | f::EXCLUDE_HV
+        | f::MMAP
+        | f::MMAP_DATA
+        | f::COMM
+        | f::TASK
+        | f::SAMPLE_ID_ALL
+        | f::MMAP2
+        | f::COMM_EXEC
+        | f::CONTEXT_SWITCH;
+    if command && !o.system_wide {
+        flags |= f::INHERIT | f::ENABLE_ON_EXEC;
+    }
+    EventAttr {
+        type_: abi::event_type::SOFTWARE,
+        size: abi::attr::SIZE_PERF_6_1,
+        config: abi::event_type::SW_DUMMY,
+        config1: 0,
+        config2: 0,
+        config3: None,
+        sample_period_or_freq: 1,
+        sample_type: sample_id_type(),
+        read_format: 0,
+        flags,
+        wakeup_events_or_watermark: 0,
+        clockid: None,
+        aux_watermark: None,
+        name: None,
+        ids: Vec::new(),
+    }
+}
+
+fn read_text(p: &Path) -> Option<String> {
+    let b = spelunk_fsio::read_bounded(p, 64 << 10).ok()?;
+    String::from_utf8(b).ok()
+}
+
+fn open_hint(e: &io::Error, sysfs: &Path, pmu: &str, cpu: u32, privileged: bool) -> String {
+    let paranoid = read_text(&sysfs.join("../proc/sys/kernel/perf_event_paranoid"))
+        .or_else(|| read_text(Path::new("/proc/sys/kernel/perf_event_paranoid")))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    match e.raw_os_error() {
+        Some(libc::EBUSY) => format!(
+            " (another program already uses {pmu} on CPU {cpu}, e.g. perf record or another \
+             spelunk: SPE has one user per CPU; stop it, or record other CPUs with -C)"
+        ),
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            " (not permitted: perf_event_paranoid is {paranoid}{}; run as root, or `sudo setcap \
+             cap_perfmon+ep $(command -v spelunk)`, or `sudo sysctl kernel.perf_event_paranoid=1`)",
+            if privileged {
+                ", and the options asked for privilege"
+            } else {
+                ""
+            }
+        ),
+        Some(libc::ENOENT) | Some(libc::ENODEV) => format!(
+            " (CPU {cpu} is not covered by {pmu}, or the PMU went away: see `spelunk check`)"
+        ),
+        Some(libc::EOPNOTSUPP) => {
+            " (the driver does not support an option: a filter or field this SPE lacks)".into()
+        }
+        Some(libc::EINVAL) => {
+            " (the driver refused the configuration: the period must be at least 256 \
+             operations)"
+                .into()
+        }
+        Some(libc::EMFILE) => " (too many open files: raise `ulimit -n`)".into(),
+        _ => String::new(),
+    }
+}
+
+fn map_hint(e: &io::Error, kib: usize) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::ENOMEM) => format!(
+            " (the AUX and data buffers ({kib} KiB per CPU) count against \
+             kernel.perf_event_mlock_kb and RLIMIT_MEMLOCK: use a smaller --aux-pages, run as \
+             root, or raise them)"
+        ),
+        _ => String::new(),
+    }
+}
+
+/// One CPU's events and ring.
+struct CpuRing {
+    cpu: u32,
+    spe: EventFd,
+    _dummy: EventFd,
+    ring: MappedRing,
+    decoder: RecordDecoder,
+    figures: CpuFigures,
+    last_time_ns: u64,
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf has no memory effects.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|p| *p > 0)
+        .unwrap_or(4096)
+}
+
+/// Opens and maps every CPU's events (disabled).
+fn open_all(
+    pmu: &SpePmu,
+    o: &HardwareOptions,
+    cpus: &[u32],
+    pid: i32,
+    command: bool,
+    words: &[u64; 5],
+) -> Result<Vec<CpuRing>, HardwareError> {
+    let spe = spe_attr(pmu, words, o, command).to_bytes();
+    let dummy = dummy_attr(o, command).to_bytes();
+    let privileged = words[0] & 0b110 != 0 || o.kernel || o.system_wide;
+    let kib = (1 + o.data_pages + o.aux_pages) * page_size() / 1024;
+    let mut out = Vec::with_capacity(cpus.len());
+    for &cpu in cpus {
+        let open = |attr: &[u8], what: &str| {
+            EventFd::open(attr, pid, cpu as i32).map_err(|source| HardwareError::Open {
+                what: what.into(),
+                cpu,
+                hint: open_hint(&source, &o.sysfs, &pmu.name, cpu, privileged),
+                source,
+            })
+        };
+        let spe_fd = open(&spe, &pmu.name)?;
+        let ring = MappedRing::map(spe_fd.raw(), o.data_pages, o.aux_pages).map_err(|source| {
+            HardwareError::Map {
+                cpu,
+                kib,
+                hint: map_hint(&source, kib),
+                source,
+            }
+        })?;
+        let dummy_fd = open(&dummy, "the sideband (dummy) event")?;
+        dummy_fd
+            .set_output(&spe_fd)
+            .map_err(|source| HardwareError::Io {
+                what: format!("redirecting CPU {cpu}'s sideband into its SPE ring"),
+                source,
+            })?;
+        out.push(CpuRing {
+            cpu,
+            spe: spe_fd,
+            _dummy: dummy_fd,
+            ring,
+            decoder: RecordDecoder::new(),
+            figures: CpuFigures::default(),
+            last_time_ns: 0,
+        });
+    }
+    Ok(out)
+}
+
+/// Host facts for the perf.data header.
+struct Host {
+    hostname: String,
+    release: String,
+}
+
+fn host() -> Host {
+    // SAFETY: uname fills a zeroed struct we own.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::uname(&mut u) } == 0;
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    if !ok {
+        return Host {
+            hostname: String::new(),
+            release: String::new(),
+        };
+    }
+    Host {
+        hostname: field(&u.nodename),
+        release: field(&u.release),
+    }
+}
+
+fn total_mem_kb() -> u64 {
+    read_text(Path::new("/proc/meminfo"))
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn midr_of(sysfs: &Path, cpu: u32) -> Option<Midr> {
+    let p = sysfs.join(format!(
+        "devices/system/cpu/cpu{cpu}/regs/identification/midr_el1"
+    ));
+    Midr::parse(&read_text(&p)?)
+}
+
+fn count_cpus(sysfs: &Path, which: &str) -> Option<u32> {
+    let t = read_text(&sysfs.join(format!("devices/system/cpu/{which}")))?;
+    spelunk_perf::spe_pmu::parse_cpu_list(&t).map(|v| v.len() as u32)
+}
+
+/// Writes one ring's records into the perf.data.
+fn drain(
+    c: &mut CpuRing,
+    w: &mut SpeRecordingWriter,
+    spe_attr: &EventAttr,
+    recs: &mut Vec<RingRecord>,
+    buf: &mut Vec<u8>,
+    warnings: &mut Vec<String>,
+) -> Result<bool, HardwareError> {
+    recs.clear();
+    if let Err(e) = c.ring.drain(recs) {
+        warnings.push(format!("CPU {}: {e}", c.cpu));
+    }
+    let cpu = c.cpu;
+    for (i, r) in recs.iter().enumerate() {
+        let rec = match r.parse(spe_attr, i as u64) {
+            Ok(Some(rec)) => rec,
+            Ok(None) => continue,
+            Err(e) => {
+                warnings.push(format!("CPU {cpu}: ring record skipped: {e}"));
+                continue;
+            }
+        };
+        let sample = match &rec {
+            SidebandRecord::Comm(x) => x.sample,
+            SidebandRecord::Mmap(x) => x.sample,
+            SidebandRecord::Task(x) => x.sample,
+            SidebandRecord::Switch(x) => x.sample,
+            SidebandRecord::ItraceStart(x) => x.sample,
+            SidebandRecord::Lost(x) => x.sample,
+            SidebandRecord::LostSamples(x) => x.sample,
+            SidebandRecord::Aux(x) => x.sample,
+        };
+        let time = sample.time_ns.unwrap_or(c.last_time_ns);
+        c.last_time_ns = c.last_time_ns.max(time);
+        let task = Task::new(sample.pid.unwrap_or(-1), sample.tid.unwrap_or(-1));
+        match rec {
+            SidebandRecord::Aux(a) => {
+                buf.clear();
+                c.ring.aux_copy(a.aux_offset, a.aux_size, buf);
+                c.ring.aux_release(a.aux_offset.wrapping_add(a.aux_size));
+                let f = &mut c.figures;
+                f.aux_pieces += 1;
+                f.aux_bytes += buf.len() as u64;
+                f.truncated += u64::from(a.flags.truncated());
+                f.partial += u64::from(a.flags.partial());
+                f.collisions += u64::from(a.flags.collision());
+                let offset = f.aux_bytes - buf.len() as u64;
+                c.decoder.feed_each(buf, offset, |_| {});
+                w.aux(cpu, task, time, a.flags, buf)?;
+                if a.flags.truncated() {
+                    // The kernel stopped the event when the buffer filled: sampling resumes
+                    // now that the space is given back.
+                    if let Err(e) = c.spe.enable() {
+                        warnings.push(format!(
+                            "CPU {cpu}: re-enabling SPE after a full buffer failed: {e}"
+                        ));
+                    }
+                }
+            }
+            SidebandRecord::ItraceStart(i) => w.itrace_start(cpu, time, Task::new(i.pid, i.tid))?,
+            SidebandRecord::Comm(x) => {
+                w.comm(cpu, time, Task::new(x.pid, x.tid), &x.name, x.exec)?
+            }
+            SidebandRecord::Mmap(m) => w.mmap2(
+                cpu,
+                time,
+                &Mmap2 {
+                    task: Task::new(m.pid, m.tid),
+                    address: m.address,
+                    length: m.length,
+                    page_offset: m.page_offset,
+                    file_id: m.file_id,
+                    prot: m.prot.unwrap_or(0),
+                    flags: m.flags.unwrap_or(0),
+                    cpu_mode: m.cpu_mode,
+                    executable: m.executable,
+                    path: m.path,
+                },
+            )?,
+            SidebandRecord::Task(t) => {
+                let (me, parent) = (Task::new(t.pid, t.tid), Task::new(t.ppid, t.ptid));
+                match t.kind {
+                    TaskEventKind::Fork => w.fork(cpu, t.time_ns, me, parent)?,
+                    TaskEventKind::Exit => w.exit(cpu, t.time_ns, me, parent)?,
+                }
+            }
+            SidebandRecord::Switch(s) => match (s.other_pid, s.other_tid) {
+                (Some(op), Some(ot)) => {
+                    w.switch(cpu, time, s.out, s.preempted, task, Task::new(op, ot))?
+                }
+                _ => w.switch_task(cpu, time, s.out, s.preempted, task)?,
+            },
+            SidebandRecord::Lost(l) => {
+                c.figures.lost_records += l.lost;
+                w.lost(cpu, time, l.lost)?
+            }
+            SidebandRecord::LostSamples(l) => w.lost_samples(cpu, time, l.lost)?,
+        }
+    }
+    Ok(!recs.is_empty())
+}
+
+/// Records `command` (or, with `system_wide` and no command, every task until Ctrl-C) into
+/// `output` and its sidecar. `cmdline` is spelunk's own command line, for the header.
+pub fn record(
+    o: &HardwareOptions,
+    command: &[String],
+    output: &Path,
+    cmdline: &[String],
+) -> Result<HardwareRecording, HardwareError> {
+    let pmu = choose_pmu(&o.sysfs, o.pmu.as_deref())?;
+    let mut warnings = Vec::new();
+    let mut dropped = Vec::new();
+    // CPUs: the PMU's, online, and the -C list.
+    let online = read_text(&o.sysfs.join("devices/system/cpu/online"))
+        .and_then(|t| spelunk_perf::spe_pmu::parse_cpu_list(&t));
+    let mut cpus: Vec<u32> = pmu
+        .cpus
+        .iter()
+        .copied()
+        .filter(|c| online.as_ref().is_none_or(|on| on.contains(c)))
+        .collect();
+    if let Some(want) = &o.cpus {
+        for c in want {
+            if !cpus.contains(c) {
+                return Err(HardwareError::NoSpe(format!(
+                    "-C: CPU {c} is not covered by {} (it covers {:?}, online ones only)",
+                    pmu.name, cpus
+                )));
+            }
+        }
+        cpus.retain(|c| want.contains(c));
+    }
+    if cpus.is_empty() {
+        return Err(HardwareError::NoSpe(format!(
+            "{} covers no online CPU (its cpumask is empty)",
+            pmu.name
+        )));
+    }
+    if let Some(min) = pmu.min_interval() {
+        if o.period_ops < min {
+            warnings.push(format!(
+                "--period {}: below {}'s smallest interval {min}; the driver may raise it",
+                o.period_ops, pmu.name
+            ));
+        }
+    }
+
+    let has_command = !command.is_empty();
+    let mut child = if has_command {
+        Some(
+            counting::StoppedChild::spawn(command).map_err(|source| HardwareError::Io {
+                what: format!("starting {}", command[0]),
+                source,
+            })?,
+        )
+    } else {
+        None
+    };
+    let pid = match (&child, o.system_wide) {
+        (Some(c), false) => c.pid(),
+        _ => -1,
+    };
+    let (mut pa, mut pct) = (o.pa, o.pct);
+    let mut words = spe_config_words(&pmu, o, pa, pct)?;
+    let mut rings = match open_all(&pmu, o, &cpus, pid, has_command, &words) {
+        Err(HardwareError::Open { source, .. })
+            if (pa || pct)
+                && matches!(
+                    source.raw_os_error(),
+                    Some(libc::EACCES) | Some(libc::EPERM)
+                ) =>
+        {
+            // pa_enable/pct_enable need CAP_PERFMON (or root): drop them, say so once.
+            for (on, field) in [(pa, "pa_enable (--pa)"), (pct, "pct_enable (--pct)")] {
+                if on {
+                    dropped.push(format!(
+                        "{field} was refused (needs root or CAP_PERFMON): recording without it"
+                    ));
+                }
+            }
+            pa = false;
+            pct = false;
+            words = spe_config_words(&pmu, o, pa, pct)?;
+            open_all(&pmu, o, &cpus, pid, has_command, &words)?
+        }
+        other => other?,
+    };
+
+    let time_conv = match rings.first().and_then(|r| r.ring.time_conv()) {
+        Some(t) => t,
+        None => {
+            warnings.push(
+                "the kernel offers no conversion from the SPE timer to perf time \
+                 (cap_user_time_zero is 0): sample times cannot be related to the sideband"
+                    .into(),
+            );
+            TimeConv {
+                cap_user_time_zero: false,
+                ..TimeConv::from_frequency(1_000_000_000, 0)
+            }
+        }
+    };
+    let h = host();
+    let midr = midr_of(&o.sysfs, cpus[0]).unwrap_or_else(|| {
+        warnings.push(format!(
+            "CPU {}'s MIDR_EL1 is not in sysfs: the perf.data names no core",
+            cpus[0]
+        ));
+        Midr(0)
+    });
+    let spec = RecordingSpec {
+        pmu_type: pmu.perf_type,
+        pmu_name: pmu.name.clone(),
+        spe: SpeConfig::from_configs(words[0], words[1], words[2], words[3]),
+        sample_period: o.period_ops,
+        cpus: cpus.clone(),
+        nr_cpus_available: count_cpus(&o.sysfs, "possible").unwrap_or(cpus.len() as u32),
+        nr_cpus_online: count_cpus(&o.sysfs, "online").unwrap_or(cpus.len() as u32),
+        midr,
+        min_interval: pmu.min_interval().unwrap_or(0),
+        metadata: spelunk_perf::SpeMetadataLayout::V1,
+        time_conv,
+        time_conv_layout: TimeConvLayout::Long,
+        workload_pid: pid,
+        hostname: h.hostname,
+        os_release: h.release.clone(),
+        perf_version: format!("spelunk {}", env!("CARGO_PKG_VERSION")),
+        cpu_desc: String::new(),
+        cmdline: cmdline.to_vec(),
+        total_mem_kb: total_mem_kb(),
+    };
+    let mut writer = SpeRecordingWriter::create(output, spec)?;
+    let parse_attr = spe_attr(&pmu, &words, o, has_command);
+
+    // Enable: a command's events start at its exec (enable_on_exec); system-wide ones now.
+    if !has_command || o.system_wide {
+        for r in &rings {
+            r.spe.enable().map_err(|source| HardwareError::Io {
+                what: format!("enabling SPE on CPU {}", r.cpu),
+                source,
+            })?;
+            r._dummy.enable().map_err(|source| HardwareError::Io {
+                what: format!("enabling the sideband event on CPU {}", r.cpu),
+                source,
+            })?;
+        }
+    }
+    counting::catch_interrupt();
+    if let Some(c) = child.as_mut() {
+        c.release().map_err(|source| HardwareError::Io {
+            what: format!("running {}", command[0]),
+            source,
+        })?;
+    }
+
+    let mut pollfds: Vec<libc::pollfd> = rings
+        .iter()
+        .map(|r| libc::pollfd {
+            fd: r.spe.raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let (mut recs, mut buf) = (Vec::new(), Vec::new());
+    let mut exit_status = None;
+    loop {
+        // SAFETY: pollfds is a live array of pollfd; EINTR (Ctrl-C) just returns early.
+        unsafe {
+            libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 100);
+        }
+        let done = match child.as_mut() {
+            Some(c) => match c.try_wait() {
+                Ok(Some(s)) => {
+                    exit_status = Some(s);
+                    true
+                }
+                Ok(None) => false,
+                Err(e) => {
+                    warnings.push(format!("waiting for the command: {e}"));
+                    true
+                }
+            },
+            None => counting::interrupted(),
+        };
+        let mut any = false;
+        for r in rings.iter_mut() {
+            any |= drain(
+                r,
+                &mut writer,
+                &parse_attr,
+                &mut recs,
+                &mut buf,
+                &mut warnings,
+            )?;
+        }
+        if any {
+            writer.finish_round()?;
+        }
+        if done {
+            break;
+        }
+    }
+    // Stop, then take what the kernel wrote while stopping.
+    for r in &rings {
+        let _ = r.spe.disable();
+        let _ = r._dummy.disable();
+    }
+    for r in rings.iter_mut() {
+        drain(
+            r,
+            &mut writer,
+            &parse_attr,
+            &mut recs,
+            &mut buf,
+            &mut warnings,
+        )?;
+    }
+    let mut per_cpu = BTreeMap::new();
+    for r in rings.iter_mut() {
+        r.decoder.finish();
+        let s = r.decoder.stats();
+        r.figures.records = s.records;
+        r.figures.bad_bytes = s.bad_bytes;
+        per_cpu.insert(r.cpu, r.figures.clone());
+    }
+    drop(rings);
+    writer.finish()?;
+
+    let sidecar_path = Sidecar::path_for(output);
+    let mut sc = Sidecar::new("hardware");
+    sc.command = command.to_vec();
+    sc.exit_status = exit_status.and_then(|s| s.code());
+    let mut cfg = BTreeMap::new();
+    cfg.insert("pmu".to_string(), serde_json::json!(pmu.name));
+    cfg.insert("period_ops".to_string(), serde_json::json!(o.period_ops));
+    cfg.insert(
+        "config_words".to_string(),
+        serde_json::json!(words.iter().map(|w| format!("{w:#x}")).collect::<Vec<_>>()),
+    );
+    cfg.insert("kernel_release".to_string(), serde_json::json!(h.release));
+    cfg.insert("aux_per_cpu".to_string(), serde_json::json!(per_cpu));
+    sc.config = cfg;
+    sc.write(&sidecar_path)?;
+    Ok(HardwareRecording {
+        perf_data: output.to_path_buf(),
+        sidecar: sidecar_path,
+        pmu: pmu.name,
+        per_cpu,
+        exit_status,
+        dropped,
+        warnings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spelunk_perf::spe_pmu::FormatField;
+
+    fn pmu(fields: &[(&str, &str)]) -> SpePmu {
+        SpePmu {
+            name: "arm_spe_0".into(),
+            perf_type: 10,
+            cpus: vec![0, 1],
+            caps: BTreeMap::new(),
+            format: fields
+                .iter()
+                .map(|(n, t)| (n.to_string(), FormatField::parse(t).unwrap()))
+                .collect(),
+            unknown_format: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn config_words_come_from_the_format_files() {
+        // The bit positions of Linux 6.1's arm_spe_pmu format/ files, and moved ones: the
+        // words must follow whatever the files say.
+        let std = pmu(&[
+            ("ts_enable", "config:0"),
+            ("pa_enable", "config:1"),
+            ("jitter", "config:16"),
+            ("load_filter", "config:33"),
+            ("store_filter", "config:34"),
+            ("event_filter", "config1:0-63"),
+            ("min_latency", "config2:0-11"),
+        ]);
+        let o = HardwareOptions {
+            filter: vec!["load".into()],
+            event_filter: 0x2,
+            min_latency_cycles: 100,
+            ..Default::default()
+        };
+        let w = spe_config_words(&std, &o, true, false).unwrap();
+        assert_eq!(w[0], 1 | 2 | (1 << 16) | (1 << 33));
+        assert_eq!((w[1], w[2]), (0x2, 100));
+        let moved = pmu(&[
+            ("ts_enable", "config:5"),
+            ("jitter", "config:7"),
+            ("load_filter", "config:9"),
+            ("event_filter", "config1:0-63"),
+            ("min_latency", "config2:4-15"),
+        ]);
+        let w = spe_config_words(&moved, &o, false, false).unwrap();
+        assert_eq!(w[0], (1 << 5) | (1 << 7) | (1 << 9));
+        assert_eq!(w[2], 100 << 4);
+    }
+
+    #[test]
+    fn a_missing_field_or_value_too_wide_is_an_error_naming_it() {
+        let p = pmu(&[("ts_enable", "config:0"), ("min_latency", "config2:0-11")]);
+        let o = HardwareOptions::default(); // jitter on, pa on
+        let e = spe_config_words(&p, &o, true, false).unwrap_err();
+        assert!(e.to_string().contains("no format field `pa_enable`"), "{e}");
+        let o = HardwareOptions {
+            jitter: false,
+            min_latency_cycles: 5000,
+            ..Default::default()
+        };
+        let e = spe_config_words(&p, &o, false, false).unwrap_err();
+        assert!(e.to_string().contains("--min-latency 5000"), "{e}");
+        assert!(e.to_string().contains("config2:0-11"), "{e}");
+    }
+
+    #[test]
+    fn no_spe_pmu_says_what_to_do() {
+        let dir = std::env::temp_dir().join(format!("spelunk-hw-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("bus/event_source/devices/armv8_pmuv3")).unwrap();
+        let e = choose_pmu(&dir, None).unwrap_err();
+        assert!(e.to_string().contains("no SPE PMU"), "{e}");
+        assert!(e.to_string().contains("--emulate"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,96 @@
+//! `spelunk record`'s closing summary for a hardware recording: samples, AUX bytes and every
+//! kind of loss, per CPU, with what to change when something was lost.
+
+use spelunk_record::HardwareRecording;
+use std::fmt::Write;
+use std::time::Duration;
+
+/// The summary printed on stderr at the end of `spelunk record` (hardware SPE).
+pub fn hardware_summary(r: &HardwareRecording, wall: Duration) -> String {
+    let mut o = String::new();
+    let t = r.total();
+    let status = match &r.exit_status {
+        Some(s) => match (s.code(), std::os::unix::process::ExitStatusExt::signal(s)) {
+            (Some(c), _) => format!("; the command exited with status {c}"),
+            (None, Some(sig)) => format!("; the command was killed by signal {sig}"),
+            _ => String::new(),
+        },
+        None => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "spelunk record: {} SPE records ({:.1} MB of AUX data) from {} on {} CPU(s) in {:.1} s{status}",
+        t.records,
+        t.aux_bytes as f64 / 1e6,
+        r.pmu,
+        r.per_cpu.len(),
+        wall.as_secs_f64()
+    );
+    let _ = writeln!(
+        o,
+        "  {:>5} {:>12} {:>12} {:>11} {:>8} {:>10} {:>13}",
+        "CPU", "records", "AUX bytes", "full stops", "partial", "collisions", "lost sideband"
+    );
+    for (cpu, f) in &r.per_cpu {
+        let _ = writeln!(
+            o,
+            "  {:>5} {:>12} {:>12} {:>11} {:>8} {:>10} {:>13}",
+            cpu, f.records, f.aux_bytes, f.truncated, f.partial, f.collisions, f.lost_records
+        );
+    }
+    if t.truncated > 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: the AUX buffer filled {} time(s): SPE stopped until spelunk gave the \
+             space back, so samples of those moments are missing. Use a larger --aux-pages or a \
+             longer --period",
+            t.truncated
+        );
+    }
+    if t.partial > 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: {} AUX piece(s) are flagged PARTIAL: the hardware lost data inside \
+             them",
+            t.partial
+        );
+    }
+    if t.collisions > 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: {} AUX piece(s) report sample collisions (an operation was chosen \
+             while the previous sample was in flight; it was not recorded). A longer --period \
+             makes them rarer",
+            t.collisions
+        );
+    }
+    if t.lost_records > 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: the kernel dropped {} sideband record(s) (PERF_RECORD_LOST): some \
+             mappings or thread names may be missing",
+            t.lost_records
+        );
+    }
+    if t.bad_bytes > 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: {} byte(s) of the AUX data did not decode as SPE packets",
+            t.bad_bytes
+        );
+    }
+    if t.records == 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: warning: no operation was sampled (the command ran fewer than \
+             --period operations of the selected types, or the filters excluded every one)"
+        );
+    }
+    let _ = writeln!(
+        o,
+        "spelunk record: wrote {} and {}",
+        r.perf_data.display(),
+        r.sidecar.display()
+    );
+    o
+}
