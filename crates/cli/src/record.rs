@@ -31,7 +31,7 @@ Examples:
   spelunk record -a -C 0-3 -o sys.data -- sleep 5         # every task on CPUs 0-3
   spelunk record --emulate -- ./stream -n 200000          # any machine, under the emulator
   spelunk record --emulate -c 4096 --filter load -o chase.data -- ./lat_mem_rd 8m 4096
-  spelunk record --emulate --jitter --min-latency 100 -- ./app args
+  spelunk record --emulate --min-latency 100 -- ./app args
   spelunk report perf.data                                # then analyse it
 
 The program's stdin, stdout and stderr pass through, and spelunk record exits with the
@@ -54,12 +54,13 @@ pub struct RecordArgs {
     )]
     pub period: u64,
 
-    /// Randomise the interval (PMSIRR_EL1.RND): avoids aliasing with loop periods
-    /// [default with hardware SPE; opt-in with --emulate]
-    #[arg(long, conflicts_with = "no_jitter")]
+    /// Randomise the interval (PMSIRR_EL1.RND), which avoids aliasing with loop periods
+    /// [the default; kept for old command lines]
+    #[arg(long, conflicts_with = "no_jitter", hide = true)]
     pub jitter: bool,
 
-    /// Fixed interval, no randomisation (hardware SPE)
+    /// A fixed interval, not randomised. A loop whose operation count shares a factor with
+    /// the interval can then be sampled at the same few instructions every time (or never)
     #[arg(long)]
     pub no_jitter: bool,
 
@@ -135,7 +136,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     let options = EmulatorOptions {
         period_ops: args.period,
-        jitter: args.jitter,
+        jitter: !args.no_jitter,
         filter: args.filter.clone(),
         min_latency_cycles: args.min_latency,
         event_filter,

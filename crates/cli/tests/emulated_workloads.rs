@@ -271,7 +271,7 @@ fn false_sharing_shows_in_c2c_and_disappears_with_padding() {
         &lib,
         &dir,
         "shared",
-        &[],
+        &["--no-jitter"],
         &wl.join("false_sharing"),
         &["1", "300000"],
     );
@@ -309,7 +309,7 @@ fn false_sharing_shows_in_c2c_and_disappears_with_padding() {
         &lib,
         &dir,
         "padded",
-        &[],
+        &["--no-jitter"],
         &wl.join("no_false_sharing"),
         &["1", "300000"],
     );

@@ -805,7 +805,7 @@ fn html_report_in_headless_chromium() {
         let data = dir.join("false_sharing.data");
         let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
             .env("SPELUNK_EMULATOR_LIB", &lib)
-            .args(["record", "--emulate", "-o"])
+            .args(["record", "--emulate", "--no-jitter", "-o"])
             .arg(&data)
             .arg("--")
             .arg(wl.join("false_sharing"))
