@@ -16,7 +16,8 @@
 //!   enabled. The reader drains both rings whenever the kernel wakes it (half the AUX area)
 //!   and every 100 ms: each PERF_RECORD_AUX names the AUX bytes it covers; they are copied to
 //!   the perf.data and given back. After a TRUNCATED record the kernel has stopped the event:
-//!   it is re-enabled at once. TRUNCATED, PARTIAL and COLLISION are counted per CPU.
+//!   it is disabled and enabled again at once. TRUNCATED, PARTIAL and COLLISION are counted
+//!   per CPU.
 
 use spelunk_perf::ring::{EventFd, MappedRing, RingRecord};
 use spelunk_perf::sidecar::Sidecar;
@@ -576,8 +577,12 @@ fn drain(
                 c.decoder.feed_each(buf, offset, |_| {});
                 w.aux(cpu, task, time, a.flags, buf)?;
                 if a.flags.truncated() {
-                    // The kernel stopped the event when the buffer filled: sampling resumes
-                    // now that the space is given back.
+                    // The kernel stops the event when the buffer fills; sampling resumes now
+                    // that the space is given back. Disable first: kernels without the fix
+                    // "perf/aux: Fix pending disable flow when the AUX ring buffer overruns"
+                    // (6.1 among them) can leave the event enabled but stopped, and a bare
+                    // ENABLE of an enabled event restarts nothing (seen through the VM's stub).
+                    let _ = c.spe.disable();
                     if let Err(e) = c.spe.enable() {
                         warnings.push(format!(
                             "CPU {cpu}: re-enabling SPE after a full buffer failed: {e}"
