@@ -21,4 +21,41 @@ else
   echo "skip spelunk topdown (no /spelunk in the initramfs)"
   /workload && ok "workload ran" || bad "workload failed"
 fi
+
+# The test-only SPE stand-in (tests/vm/spe-stub): sysfs as Linux 6.1's arm_spe_pmu, then unload.
+if [ -f /spe_stub.ko ]; then
+  insmod /spe_stub.ko && ok "insmod spe_stub.ko" || bad "insmod spe_stub.ko failed"
+  spe=/sys/bus/event_source/devices/arm_spe_0
+  par=/sys/module/spe_stub/parameters
+  sysfs_bad=0
+  want() {
+    v=$(cat "$1" 2>/dev/null)
+    [ "$v" = "$2" ] || { bad "${1#/sys/} is '$v', want '$2'"; sysfs_bad=1; }
+  }
+  for f in ts_enable=config:0 pa_enable=config:1 pct_enable=config:2 jitter=config:16 \
+           branch_filter=config:32 load_filter=config:33 store_filter=config:34 \
+           event_filter=config1:0-63 min_latency=config2:0-11; do
+    want "$spe/format/${f%%=*}" "${f#*=}"
+  done
+  [ "$(ls $spe/format | wc -l)" = 9 ] || { bad "arm_spe_0/format has $(ls $spe/format | tr '\n' ' ')"; sysfs_bad=1; }
+  for f in arch_inst=0 ernd=0 count_size=12 min_interval=1024; do want "$spe/caps/${f%%=*}" "${f#*=}"; done
+  want "$spe/cpumask" "$(cat /sys/devices/system/cpu/possible)"
+  case "$(cat $spe/type 2>/dev/null)" in [0-9]*) ;; *) bad "arm_spe_0/type missing"; sysfs_bad=1 ;; esac
+  for f in injected=0 dropped=0 collisions=0 truncations=0 period_us=200 batch=8 collide_every=0; do
+    want "$par/${f%%=*}" "${f#*=}"
+  done
+  [ $sysfs_bad = 0 ] && ok "arm_spe_0 sysfs (type $(cat $spe/type), format/, caps/, cpumask) and spe_stub parameters"
+  counters="spe_stub injected=$(cat $par/injected) dropped=$(cat $par/dropped) collisions=$(cat $par/collisions) truncations=$(cat $par/truncations)"
+  echo "$counters"
+  rmmod spe_stub && ok "rmmod spe_stub" || bad "rmmod spe_stub failed"
+  # A kernel warning or oops while the stub ran means a bug in the module.
+  if dmesg | grep -Eq 'WARNING:|BUG:|Oops|Call trace:'; then
+    dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | head -n 60
+    bad "kernel warnings in dmesg"
+  else
+    ok "no kernel warning in dmesg"
+  fi
+else
+  bad "no /spe_stub.ko in the initramfs"
+fi
 exit $fail
