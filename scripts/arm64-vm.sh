@@ -4,6 +4,7 @@
 # initramfs whose /init runs tests/vm/test.sh, and fails on any "FAIL" line or on a timeout.
 # The initramfs also holds /spe_stub.ko (tests/vm/spe-stub, the test-only arm_spe_0 stand-in,
 # cross-built here against the same kernel's Debian headers).
+# Files the VM hands back with vm_export (test.sh) land in target/vm/out/.
 # Recipe: docs in tests/vm/README.md. Needs: scripts/ensure-deps.sh vm (run as root).
 # Downloads (kernel, headers, busybox) are cached under target/vm/ so reruns are fast.
 #   SPELUNK_VM_NO_SPELUNK=1 skips the static aarch64 spelunk build (harness-only run).
@@ -82,11 +83,35 @@ echo "== booting $(basename "$vmlinuz") under qemu-system-aarch64 (log: $log)"
 timeout "${SPELUNK_VM_TIMEOUT_S:-120}" qemu-system-aarch64 -M virt -cpu neoverse-n1 -icount shift=0 \
   -m 1G -smp 1 -nic none -nographic -no-reboot -kernel "$vmlinuz" -initrd "$cache/initrd.gz" \
   -append "console=ttyAMA0 panic=-1 quiet" > "$log" 2>&1 || true
-tr -d '\r' < "$log" | sed -n '/^VM-BEGIN/,/^VM-END/p'
-if ! grep -q '^VM-END' "$log"; then
+# The serial console ends lines with \r\n. Exported files (vm_export in test.sh) are blocks
+#   VM-EXPORT-BEGIN NAME SIZE MD5 / base64 lines / VM-EXPORT-END NAME
+# decoded into target/vm/out/NAME and checked against SIZE and MD5; the checks below and the
+# echoed transcript see a one-line stand-in for each block.
+txt="$cache/console.txt"
+tr -d '\r' < "$log" > "$txt"
+out="$cache/out"
+rm -rf "$out" && mkdir -p "$out"
+export_bad=0
+while read -r _ name size md5; do
+  [[ $name =~ ^[A-Za-z0-9._-]+$ ]] || { echo "arm64-vm: bad export name '$name'" >&2; export_bad=1; continue; }
+  sed -n "/^VM-EXPORT-BEGIN $name /,/^VM-EXPORT-END $name\$/p" "$txt" | sed '1d;$d' \
+    | base64 -d > "$out/$name" 2>/dev/null || true
+  got_size=$(stat -c %s "$out/$name"); got_md5=$(md5sum < "$out/$name" | cut -d' ' -f1)
+  if [ "$got_size" != "$size" ] || [ "$got_md5" != "$md5" ]; then
+    echo "arm64-vm: export $name damaged in transit ($got_size bytes, md5 $got_md5; want $size, $md5)" >&2
+    export_bad=1
+  fi
+done < <(grep '^VM-EXPORT-BEGIN ' "$txt")
+sed -i '/^VM-EXPORT-BEGIN /,/^VM-EXPORT-END /{/^VM-EXPORT-BEGIN /!d;s/^VM-EXPORT-BEGIN \([^ ]*\) .*/(exported \1 -> target\/vm\/out\/\1)/}' "$txt"
+sed -n '/^VM-BEGIN/,/^VM-END/p' "$txt"
+if ! grep -q '^VM-END' "$txt"; then
   echo "arm64-vm: the VM did not finish (timeout or crash); see $log" >&2; exit 1
 fi
-if grep -q '^FAIL' "$log" || ! grep -q '^VM-END rc=0' "$log"; then
+if grep -q '^FAIL' "$txt" || ! grep -q '^VM-END rc=0' "$txt" || [ $export_bad = 1 ]; then
   echo "arm64-vm: checks failed in the VM" >&2; exit 1
+fi
+# The export path's smoke test: test.sh exports the first 4 KiB of /workload.
+if ! cmp -s "$out/workload.head" <(head -c 4096 "$rootfs/workload"); then
+  echo "arm64-vm: target/vm/out/workload.head differs from the initramfs's /workload" >&2; exit 1
 fi
 echo "arm64-vm: all checks passed"

@@ -3,6 +3,15 @@
 fail=0
 ok() { echo "ok $*"; }
 bad() { echo "FAIL $*"; fail=1; }
+# vm_export FILE NAME: hands FILE to the host, which decodes it into target/vm/out/NAME
+# (scripts/arm64-vm.sh; NAME: letters, digits, . _ -, unique per run). The block is a marker
+# line with the size and MD5, the file in base64 (busybox), and an end marker.
+vm_export() {
+  [ -f "$1" ] || { bad "vm_export: no file $1"; return 1; }
+  echo "VM-EXPORT-BEGIN $2 $(wc -c < "$1" | tr -d ' ') $(md5sum < "$1" | cut -d' ' -f1)"
+  base64 "$1"
+  echo "VM-EXPORT-END $2"
+}
 pmu=/sys/bus/event_source/devices/armv8_pmuv3
 [ -d "$pmu" ] && ok "armv8_pmuv3 PMU present" || bad "no armv8_pmuv3 in sysfs"
 echo "events: $(ls $pmu/events 2>/dev/null | tr '\n' ' ')"
@@ -47,6 +56,8 @@ if [ -f /spe_stub.ko ]; then
   [ $sysfs_bad = 0 ] && ok "arm_spe_0 sysfs (type $(cat $spe/type), format/, caps/, cpumask) and spe_stub parameters"
   counters="spe_stub injected=$(cat $par/injected) dropped=$(cat $par/dropped) collisions=$(cat $par/collisions) truncations=$(cat $par/truncations)"
   echo "$counters"
+  echo "$counters" > /tmp/spe_stub_counters
+  vm_export /tmp/spe_stub_counters spe_stub_counters
   rmmod spe_stub && ok "rmmod spe_stub" || bad "rmmod spe_stub failed"
   # A kernel warning or oops while the stub ran means a bug in the module.
   if dmesg | grep -Eq 'WARNING:|BUG:|Oops|Call trace:'; then
@@ -58,4 +69,7 @@ if [ -f /spe_stub.ko ]; then
 else
   bad "no /spe_stub.ko in the initramfs"
 fi
+# The export path's smoke test (binary): the host compares it with its copy of /workload.
+head -c 4096 /workload > /tmp/workload.head
+vm_export /tmp/workload.head workload.head
 exit $fail
