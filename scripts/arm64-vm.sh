@@ -3,7 +3,7 @@
 # -icount shift=0, so the real armv8_pmuv3 driver counts and instructions == cycles), with an
 # initramfs whose /init runs tests/vm/test.sh, and fails on any "FAIL" line or on a timeout.
 # The initramfs also holds /spe_stub.ko (tests/vm/spe-stub, the test-only arm_spe_0 stand-in,
-# cross-built here against the same kernel's Debian headers).
+# cross-built here against the same kernel's Debian headers) and /aux_probe, its self-test.
 # Files the VM hands back with vm_export (test.sh) land in target/vm/out/.
 # Recipe: docs in tests/vm/README.md. Needs: scripts/ensure-deps.sh vm (run as root).
 # Downloads (kernel, headers, busybox) are cached under target/vm/ so reruns are fast.
@@ -67,6 +67,7 @@ cp "$bbdir/bin/busybox" "$rootfs/bin/busybox"
 install -m 755 tests/vm/init "$rootfs/init"
 cp tests/vm/test.sh "$rootfs/test.sh"
 aarch64-linux-gnu-gcc -static -O1 -o "$rootfs/workload" tests/vm/workload.c
+aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/aux_probe" tests/vm/aux_probe.c
 cp "$mod_build/spe_stub.ko" "$rootfs/spe_stub.ko"
 if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ]; then
   # Static glibc: one self-contained binary for the initramfs.

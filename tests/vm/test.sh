@@ -31,7 +31,8 @@ else
   /workload && ok "workload ran" || bad "workload failed"
 fi
 
-# The test-only SPE stand-in (tests/vm/spe-stub): sysfs as Linux 6.1's arm_spe_pmu, then unload.
+# The test-only SPE stand-in (tests/vm/spe-stub): sysfs as Linux 6.1's arm_spe_pmu, then its
+# self-test through the kernel's AUX ABI (aux_probe), then unload.
 if [ -f /spe_stub.ko ]; then
   insmod /spe_stub.ko && ok "insmod spe_stub.ko" || bad "insmod spe_stub.ko failed"
   spe=/sys/bus/event_source/devices/arm_spe_0
@@ -54,6 +55,8 @@ if [ -f /spe_stub.ko ]; then
     want "$par/${f%%=*}" "${f#*=}"
   done
   [ $sysfs_bad = 0 ] && ok "arm_spe_0 sysfs (type $(cat $spe/type), format/, caps/, cpumask) and spe_stub parameters"
+  /aux_probe; rc=$?
+  [ $rc = 0 ] && ok "aux_probe exit 0" || bad "aux_probe exit $rc"
   counters="spe_stub injected=$(cat $par/injected) dropped=$(cat $par/dropped) collisions=$(cat $par/collisions) truncations=$(cat $par/truncations)"
   echo "$counters"
   echo "$counters" > /tmp/spe_stub_counters
