@@ -8,6 +8,7 @@
 # Recipe: docs in tests/vm/README.md. Needs: scripts/ensure-deps.sh vm (run as root).
 # Downloads (kernel, headers, busybox) are cached under target/vm/ so reruns are fast.
 #   SPELUNK_VM_NO_SPELUNK=1 skips the static aarch64 spelunk build (harness-only run).
+#   SPELUNK_VM_SMP=N boots N CPUs (default 1; -icount runs them in turn on one host thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root_dir=$PWD
@@ -82,7 +83,7 @@ fi
 log="$cache/console.log"
 echo "== booting $(basename "$vmlinuz") under qemu-system-aarch64 (log: $log)"
 timeout "${SPELUNK_VM_TIMEOUT_S:-120}" qemu-system-aarch64 -M virt -cpu neoverse-n1 -icount shift=0 \
-  -m 1G -smp 1 -nic none -nographic -no-reboot -kernel "$vmlinuz" -initrd "$cache/initrd.gz" \
+  -m 1G -smp "${SPELUNK_VM_SMP:-1}" -nic none -nographic -no-reboot -kernel "$vmlinuz" -initrd "$cache/initrd.gz" \
   -append "console=ttyAMA0 panic=-1 quiet" > "$log" 2>&1 || true
 # The serial console ends lines with \r\n. Exported files (vm_export in test.sh) are blocks
 #   VM-EXPORT-BEGIN NAME SIZE MD5 / base64 lines / VM-EXPORT-END NAME
