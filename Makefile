@@ -54,8 +54,9 @@ cross:
 	emulator/cross-test-arm64.sh
 
 # Debian's own arm64 kernel under qemu-system-aarch64 (-cpu neoverse-n1 -icount shift=0): the
-# real armv8_pmuv3 driver counts a hand-countable workload under a static aarch64 spelunk
-# (tests/vm/README.md). About 10 s once the static aarch64 build is cached.
+# real armv8_pmuv3 driver counts a hand-countable workload under a static aarch64 spelunk, and
+# spe_stub.ko, a test-only arm_spe_0, is read back through the kernel's AUX ABI
+# (tests/vm/README.md). About 15 s once the static aarch64 build is cached.
 vm:
 	scripts/arm64-vm.sh
 

@@ -3,8 +3,9 @@
 # and says exactly what is missing otherwise. Idempotent: installs only what is absent.
 #   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf, valgrind, gcc
 #   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
-#   scripts/ensure-deps.sh vm         + qemu-system-arm, cpio, aarch64 cross gcc, the arm64 apt
-#                                       architecture (for Debian's arm64 kernel, scripts/arm64-vm.sh)
+#   scripts/ensure-deps.sh vm         + qemu-system-arm, cpio, aarch64 cross gcc, linux-kbuild-6.1,
+#                                       the arm64 apt architecture (for Debian's arm64 kernel and
+#                                       its headers, scripts/arm64-vm.sh)
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
 #   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest (the Python tests read our Parquet)
 #   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
@@ -42,6 +43,8 @@ for mode in "$@"; do
     vm)
       need_cmd qemu-system-aarch64 || want_apt+=(qemu-system-arm)
       need_cmd cpio || want_apt+=(cpio)
+      # fixdep/modpost for cross-building tests/vm/spe-stub against Debian's arm64 headers.
+      [ -x /usr/lib/linux-kbuild-6.1/scripts/mod/modpost ] || want_apt+=(linux-kbuild-6.1)
       need_cmd aarch64-linux-gnu-gcc || want_apt+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
       if ! dpkg --print-foreign-architectures | grep -qx arm64; then
         [ "$(id -u)" = 0 ] || { echo "spelunk's VM test needs: sudo dpkg --add-architecture arm64 && sudo apt-get update" >&2; exit 1; }
