@@ -116,4 +116,17 @@ fi
 if ! cmp -s "$out/workload.head" <(head -c 4096 "$rootfs/workload"); then
   echo "arm64-vm: target/vm/out/workload.head differs from the initramfs's /workload" >&2; exit 1
 fi
+# spelunk record's perf.data files, decoded on the host by Linux perf (tests/vm/check_record.py):
+# exactly the records the stub wrote during each recording, and its loss flags.
+if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ]; then
+  for name in rec small; do
+    if [ ! -f "$out/$name.data" ] || [ ! -f "$out/$name.expect" ]; then
+      echo "arm64-vm: the VM exported no $name.data/$name.expect (spelunk record did not run)" >&2; exit 1
+    fi
+    echo "== perf 6.1 decodes target/vm/out/$name.data"
+    # shellcheck disable=SC2046
+    tests/vm/check_record.py "$out/$name.data" $(cat "$out/$name.expect") \
+      || { echo "arm64-vm: $name.data does not hold what the stub wrote" >&2; exit 1; }
+  done
+fi
 echo "arm64-vm: all checks passed"
