@@ -69,6 +69,7 @@ install -m 755 tests/vm/init "$rootfs/init"
 cp tests/vm/test.sh "$rootfs/test.sh"
 aarch64-linux-gnu-gcc -static -O1 -o "$rootfs/workload" tests/vm/workload.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/aux_probe" tests/vm/aux_probe.c
+aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/as_user" tests/vm/as_user.c
 cp "$mod_build/spe_stub.ko" "$rootfs/spe_stub.ko"
 if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ]; then
   # Static glibc: one self-contained binary for the initramfs.

@@ -94,6 +94,57 @@ if [ -f /spe_stub.ko ]; then
     echo 200 > $par/batch; echo 2000 > $par/period_us
     stub_record small --aux-pages 2
     echo 8 > $par/batch; echo 200 > $par/period_us
+    # What goes wrong, said clearly. SPE has one user per CPU: while a system-wide recording
+    # holds CPU 0, a second recording must fail with EBUSY's reason.
+    /spelunk record -a -o /tmp/hold.data -- /workload > /tmp/hold.txt 2>&1 &
+    holder=$!
+    sleep 0.02
+    /spelunk record -o /tmp/busy.data -- /workload > /tmp/busy.txt 2>&1; rc=$?
+    wait $holder; hrc=$?
+    cat /tmp/busy.txt
+    [ $rc != 0 ] && grep -q "another program already uses arm_spe_0 on CPU 0" /tmp/busy.txt \
+      && ok "a second SPE user is refused with the reason (EBUSY)" || bad "EBUSY: exit $rc, message above"
+    [ $hrc = 0 ] && grep -q "^spelunk record: [1-9][0-9]* SPE records" /tmp/hold.txt \
+      && ok "spelunk record -a: recorded while holding the device" || { cat /tmp/hold.txt; bad "spelunk record -a: exit $hrc"; }
+    # A killed command: its status passes through (128+9) and the perf.data holds what ran.
+    /spelunk record -o /tmp/kill.data -- /bin/sh -c '/workload; kill -9 $$' > /tmp/kill.txt 2>&1; rc=$?
+    cat /tmp/kill.txt
+    [ $rc = 137 ] && ok "killed command: exit 137" || bad "killed command: exit $rc, want 137"
+    /spelunk report /tmp/kill.data > /tmp/kill-report.txt 2>&1 \
+      && grep -Eq "samples: [1-9][0-9]* decoded" /tmp/kill-report.txt \
+      && ok "killed command: spelunk report reads its perf.data" || { cat /tmp/kill-report.txt; bad "killed command: no readable perf.data"; }
+    # Unprivileged. Debian's default perf_event_paranoid 3 forbids every event: the error says
+    # so and what to do. At 2, a user may record its own command in user mode; pa_enable is
+    # privileged, so it is dropped with one note and the recording goes on.
+    mkdir -p /tmp/user && chmod 777 /tmp/user
+    old_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+    echo 3 > /proc/sys/kernel/perf_event_paranoid
+    /as_user 1000 /spelunk record -o /tmp/user/p3.data -- /workload > /tmp/p3.txt 2>&1; rc=$?
+    cat /tmp/p3.txt
+    [ $rc != 0 ] && grep -q "perf_event_paranoid is 3" /tmp/p3.txt \
+      && ok "unprivileged at paranoid 3: refused with the reason" || bad "paranoid 3: exit $rc"
+    echo 2 > /proc/sys/kernel/perf_event_paranoid
+    /as_user 1000 /spelunk record -o /tmp/user/p2.data -- /workload > /tmp/p2.txt 2>&1; rc=$?
+    cat /tmp/p2.txt
+    [ $rc = 0 ] && grep -q "note: pa_enable (--pa) was refused" /tmp/p2.txt \
+      && grep -q "^spelunk record: [1-9][0-9]* SPE records" /tmp/p2.txt \
+      && ok "unprivileged at paranoid 2: records, pa_enable dropped with a note" || bad "paranoid 2: exit $rc"
+    echo "$old_paranoid" > /proc/sys/kernel/perf_event_paranoid
+    # Disk full: a 128 KiB tmpfs cannot hold the recording (about 330 KB). The error names the
+    # cause, the command still runs to its end, and what was written is kept under another
+    # name (never over an older recording) and reads as a cut file.
+    mkdir -p /tmp/full && mount -t tmpfs -o size=128k tmpfs /tmp/full
+    /spelunk record -o /tmp/full/f.data -- /workload > /tmp/full.txt 2>&1; rc=$?
+    cat /tmp/full.txt
+    [ $rc != 0 ] && grep -qi "no space left on device" /tmp/full.txt \
+      && grep -q "kept as /tmp/full/f.data.partial" /tmp/full.txt \
+      && ok "disk full: the error names the cause and the partial file" || bad "disk full: exit $rc"
+    [ ! -e /tmp/full/f.data ] && ok "disk full: no f.data pretends to be complete" || bad "disk full: f.data exists"
+    /spelunk report /tmp/full/f.data.partial > /tmp/full-report.txt 2>&1
+    cat /tmp/full-report.txt | head -n 12
+    grep -Eq "samples: [1-9][0-9]* decoded" /tmp/full-report.txt && grep -qi "data size is 0" /tmp/full-report.txt \
+      && ok "disk full: spelunk report reads the partial file and says it was cut" || bad "disk full: partial file not read"
+    umount /tmp/full
     grep -Eq '^spelunk record: the AUX buffer filled [1-9][0-9]* time' /tmp/small.txt \
       && ok "spelunk record small: full buffers reported" || bad "spelunk record small: no full-buffer report"
   fi

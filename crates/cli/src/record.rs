@@ -103,9 +103,9 @@ pub struct RecordArgs {
     pub pmu: Option<String>,
 
     /// Hardware SPE: AUX buffer pages per CPU (a power of two ≥ 2; counts against
-    /// kernel.perf_event_mlock_kb)
-    #[arg(long, default_value_t = 256, value_name = "PAGES")]
-    pub aux_pages: usize,
+    /// kernel.perf_event_mlock_kb) [default: 256 as root, else 32]
+    #[arg(long, value_name = "PAGES")]
+    pub aux_pages: Option<usize>,
 
     /// Do not model sample collisions (a new sample while the previous one is still in flight)
     #[arg(long)]
@@ -254,11 +254,8 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
     if !args.emulator_opts.is_empty() || args.keep_trace || args.no_collisions {
         bail!("--emulator-opt, --keep-trace and --no-collisions apply to --emulate only");
     }
-    if args.aux_pages < 2 || !args.aux_pages.is_power_of_two() {
-        bail!(
-            "--aux-pages {}: the kernel needs a power of two, at least 2",
-            args.aux_pages
-        );
+    if let Some(p) = args.aux_pages.filter(|p| *p < 2 || !p.is_power_of_two()) {
+        bail!("--aux-pages {p}: the kernel needs a power of two, at least 2");
     }
     let cpus = match &args.cpus {
         None => None,

@@ -143,6 +143,15 @@ impl AtomicFile {
         self.tmp.persist(&self.dest).map_err(|e| e.error)?;
         Ok(())
     }
+
+    /// Keeps what was written under another name (`path`, which must not exist: an existing
+    /// file is never replaced), for output that failed half-way but is still worth having,
+    /// e.g. a recording cut short by a full disk. The destination is left as it was.
+    pub fn keep_as(mut self, path: &Path) -> io::Result<()> {
+        let _ = self.tmp.as_file_mut().flush();
+        self.tmp.persist_noclobber(path).map_err(|e| e.error)?;
+        Ok(())
+    }
 }
 
 impl Write for AtomicFile {

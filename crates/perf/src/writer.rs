@@ -172,6 +172,10 @@ pub struct SpeRecordingWriter {
     last_time: Option<u64>,
     records_since_round: u64,
     summary: WriteSummary,
+    /// Where the data section ended when the tail (features, header) was first attempted.
+    tail_start: Option<u64>,
+    /// The data size once the tail is written.
+    tail_done: Option<u64>,
 }
 
 const SPE: usize = 0;
@@ -278,6 +282,8 @@ impl SpeRecordingWriter {
             last_time: None,
             records_since_round: 0,
             summary: WriteSummary::default(),
+            tail_start: None,
+            tail_done: None,
         };
         w.write_prologue()?;
         Ok(w)
@@ -769,8 +775,86 @@ impl SpeRecordingWriter {
         f
     }
 
-    /// Writes the last round marker, the feature sections and the header; returns a summary.
-    pub fn finish(mut self) -> Result<WriteSummary, PerfError> {
+    /// The file header for a data section of `data_size` bytes and feature bits `bits`.
+    fn header(&self, data_size: u64, bits: [u64; 4]) -> Vec<u8> {
+        let ids_size: u64 = self.attrs.iter().map(|a| 8 * a.ids.len() as u64).sum();
+        let attr_entry = u64::from(abi::attr::SIZE_PERF_6_1) + abi::header::SECTION_SIZE;
+        let attrs_offset = abi::header::SIZE + ids_size;
+        let mut h = Vec::with_capacity(abi::header::SIZE as usize);
+        h.extend_from_slice(&abi::header::MAGIC);
+        h.extend_from_slice(&abi::header::SIZE.to_le_bytes());
+        h.extend_from_slice(&attr_entry.to_le_bytes());
+        h.extend_from_slice(&attrs_offset.to_le_bytes());
+        h.extend_from_slice(&(2 * attr_entry).to_le_bytes());
+        h.extend_from_slice(&self.data_offset.to_le_bytes());
+        h.extend_from_slice(&data_size.to_le_bytes());
+        h.extend_from_slice(&0u64.to_le_bytes());
+        h.extend_from_slice(&0u64.to_le_bytes());
+        for b in bits {
+            h.extend_from_slice(&b.to_le_bytes());
+        }
+        h
+    }
+
+    /// Gives up after an error (a full disk): keeps what was written as `path` (which must not
+    /// exist; the destination is left as it was). When everything written so far reached the
+    /// disk and there is room for the feature sections, the file is complete up to the last
+    /// record; otherwise its header says data size 0 and it has no feature sections, the way a
+    /// killed `perf record` leaves its file, and readers scan the records up to the last whole
+    /// one (spelunk reports that cut).
+    pub fn keep_partial(mut self, path: &Path) -> Result<(), PerfError> {
+        let display = path.display().to_string();
+        let io = |action: &str, source: std::io::Error| PerfError::Io {
+            path: display.clone(),
+            action: action.into(),
+            source,
+        };
+        let data_end = self.tail_start.unwrap_or(self.pos);
+        let h = self.header(0, [0; 4]);
+        let complete = self.tail_done.is_some()
+            || (self.tail_start.is_none() && self.out.flush().is_ok() && self.end().is_ok());
+        let (mut file, _unwritten) = self.out.into_parts();
+        if !complete {
+            let f = file.file();
+            // Drop a half-written tail (shrinking needs no space), then the header.
+            let len = f.metadata().map(|m| m.len()).unwrap_or(data_end);
+            if len > data_end {
+                let _ = f.set_len(data_end);
+            }
+            f.seek(SeekFrom::Start(0))
+                .and_then(|_| f.write_all(&h))
+                .map_err(|e| io("write the file header", e))?;
+        }
+        file.keep_as(path)
+            .map_err(|e| io("keep the partial recording", e))
+    }
+
+    /// Writes the last round marker, the feature sections and the header (in place, at byte
+    /// 0), and syncs: the file is complete but not yet in place ([`Self::finish`] renames it;
+    /// after an error here [`Self::keep_partial`] can still keep the data). Idempotent.
+    pub fn end(&mut self) -> Result<(), PerfError> {
+        if self.tail_done.is_some() {
+            return Ok(());
+        }
+        if self.tail_start.is_some() {
+            return Err(PerfError::Unwritable {
+                path: self.display.clone(),
+                what: "the file's end".into(),
+                detail: "an earlier attempt to write it failed".into(),
+            });
+        }
+        self.tail_start = Some(self.pos);
+        let data_size = self.write_tail()?;
+        self.tail_done = Some(data_size);
+        Ok(())
+    }
+
+    /// Writes everything buffered to the file (so an error such as a full disk shows now).
+    pub fn flush(&mut self) -> Result<(), PerfError> {
+        self.out.flush().map_err(|e| self.io_err("write", e))
+    }
+
+    fn write_tail(&mut self) -> Result<u64, PerfError> {
         if self.records_since_round > 0 {
             self.finish_round()?;
         }
@@ -790,23 +874,7 @@ impl SpeRecordingWriter {
         }
         self.put(&table)?;
         self.put(&bodies)?;
-
-        let ids_size: u64 = self.attrs.iter().map(|a| 8 * a.ids.len() as u64).sum();
-        let attr_entry = u64::from(abi::attr::SIZE_PERF_6_1) + abi::header::SECTION_SIZE;
-        let attrs_offset = abi::header::SIZE + ids_size;
-        let mut h = Vec::with_capacity(abi::header::SIZE as usize);
-        h.extend_from_slice(&abi::header::MAGIC);
-        h.extend_from_slice(&abi::header::SIZE.to_le_bytes());
-        h.extend_from_slice(&attr_entry.to_le_bytes());
-        h.extend_from_slice(&attrs_offset.to_le_bytes());
-        h.extend_from_slice(&(2 * attr_entry).to_le_bytes());
-        h.extend_from_slice(&self.data_offset.to_le_bytes());
-        h.extend_from_slice(&data_size.to_le_bytes());
-        h.extend_from_slice(&0u64.to_le_bytes());
-        h.extend_from_slice(&0u64.to_le_bytes());
-        for b in bits {
-            h.extend_from_slice(&b.to_le_bytes());
-        }
+        let h = self.header(data_size, bits);
         self.out.flush().map_err(|e| self.io_err("write", e))?;
         let file = self.out.get_mut().file();
         file.seek(SeekFrom::Start(0))
@@ -817,6 +885,14 @@ impl SpeRecordingWriter {
                 action: "write the file header".into(),
                 source: e,
             })?;
+        Ok(data_size)
+    }
+
+    /// Writes the last round marker, the feature sections and the header, and renames the file
+    /// into place; returns a summary.
+    pub fn finish(mut self) -> Result<WriteSummary, PerfError> {
+        self.end()?;
+        let data_size = self.tail_done.unwrap_or(0);
         let display = self.display.clone();
         let out = self.out.into_inner().map_err(|e| PerfError::Io {
             path: display.clone(),

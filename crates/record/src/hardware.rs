@@ -53,10 +53,13 @@ pub struct HardwareOptions {
     pub system_wide: bool,
     /// Only these CPUs (`-C`); otherwise every CPU the PMU covers.
     pub cpus: Option<Vec<u32>>,
-    /// Data-ring pages per CPU (a power of two).
-    pub data_pages: usize,
-    /// AUX-area pages per CPU (a power of two, at least 2).
-    pub aux_pages: usize,
+    /// Data-ring pages per CPU (a power of two); `None`: 64 when spelunk may lock memory
+    /// freely (root, CAP_IPC_LOCK), else 16.
+    pub data_pages: Option<usize>,
+    /// AUX-area pages per CPU (a power of two, at least 2); `None`: 256 when spelunk may lock
+    /// memory freely, else 32 (128 KiB with 4 KiB pages: with the 16 data pages, within the
+    /// kernel's default `perf_event_mlock_kb` of 516 KiB per CPU).
+    pub aux_pages: Option<usize>,
     /// Where sysfs is (`/sys` on a live machine).
     pub sysfs: PathBuf,
 }
@@ -75,8 +78,8 @@ impl Default for HardwareOptions {
             kernel: false,
             system_wide: false,
             cpus: None,
-            data_pages: 64,
-            aux_pages: 256,
+            data_pages: None,
+            aux_pages: None,
             sysfs: PathBuf::from("/sys"),
         }
     }
@@ -175,6 +178,34 @@ pub enum HardwareError {
     Perf(#[from] PerfError),
     #[error(transparent)]
     Sidecar(#[from] spelunk_perf::sidecar::SidecarError),
+    #[error("{source}; {}", match partial {
+        Some(p) => format!("the recording up to that point is kept as {} (spelunk and perf read it)", p.display()),
+        None => "nothing of the recording could be kept".to_string(),
+    })]
+    WriteFailed {
+        source: Box<PerfError>,
+        partial: Option<PathBuf>,
+        /// The command's exit status (it ran to its end, unrecorded after the failure).
+        command_status: Option<std::process::ExitStatus>,
+    },
+}
+
+/// Where a recording cut short is kept: `OUT.partial`, or `OUT.partial.N` when that exists.
+fn partial_path(output: &Path) -> PathBuf {
+    let mut base = output.as_os_str().to_owned();
+    base.push(".partial");
+    let first = PathBuf::from(&base);
+    if !first.exists() {
+        return first;
+    }
+    (1..1000)
+        .map(|n| {
+            let mut p = base.clone();
+            p.push(format!(".{n}"));
+            PathBuf::from(p)
+        })
+        .find(|p| !p.exists())
+        .unwrap_or(first)
 }
 
 /// The SPE PMU to record with, or an error that says why there is none.
@@ -369,12 +400,14 @@ fn open_hint(e: &io::Error, sysfs: &Path, pmu: &str, cpu: u32, privileged: bool)
         ),
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
             " (not permitted: perf_event_paranoid is {paranoid}{}; run as root, or `sudo setcap \
-             cap_perfmon+ep $(command -v spelunk)`, or `sudo sysctl kernel.perf_event_paranoid=1`)",
+             cap_perfmon+ep $(command -v spelunk)`, or `sudo sysctl \
+             kernel.perf_event_paranoid={}`)",
             if privileged {
-                ", and the options asked for privilege"
+                ", and --kernel or -a need privilege"
             } else {
                 ""
-            }
+            },
+            if privileged { 1 } else { 2 }
         ),
         Some(libc::ENOENT) | Some(libc::ENODEV) => format!(
             " (CPU {cpu} is not covered by {pmu}, or the PMU went away: see `spelunk check`)"
@@ -414,6 +447,34 @@ struct CpuRing {
     last_time_ns: u64,
 }
 
+/// Whether locked memory is not limited for this process: root, or CAP_IPC_LOCK (bit 14 of
+/// `CapEff` in /proc/self/status), which the kernel checks before `perf_event_mlock_kb`.
+fn may_lock_freely() -> bool {
+    // SAFETY: geteuid has no memory effects.
+    if unsafe { libc::geteuid() } == 0 {
+        return true;
+    }
+    read_text(Path::new("/proc/self/status"))
+        .and_then(|t| {
+            let hex = t
+                .lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))?
+                .trim()
+                .to_string();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << 14) != 0)
+}
+
+/// The (data, AUX) pages per CPU to map.
+fn buffer_pages(o: &HardwareOptions) -> (usize, usize) {
+    let free = may_lock_freely();
+    (
+        o.data_pages.unwrap_or(if free { 64 } else { 16 }),
+        o.aux_pages.unwrap_or(if free { 256 } else { 32 }),
+    )
+}
+
 fn page_size() -> usize {
     // SAFETY: sysconf has no memory effects.
     usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
@@ -433,8 +494,9 @@ fn open_all(
 ) -> Result<Vec<CpuRing>, HardwareError> {
     let spe = spe_attr(pmu, words, o, command).to_bytes();
     let dummy = dummy_attr(o, command).to_bytes();
-    let privileged = words[0] & 0b110 != 0 || o.kernel || o.system_wide;
-    let kib = (1 + o.data_pages + o.aux_pages) * page_size() / 1024;
+    let privileged = o.kernel || o.system_wide;
+    let (data_pages, aux_pages) = buffer_pages(o);
+    let kib = (1 + data_pages + aux_pages) * page_size() / 1024;
     let mut out = Vec::with_capacity(cpus.len());
     for &cpu in cpus {
         let open = |attr: &[u8], what: &str| {
@@ -446,7 +508,7 @@ fn open_all(
             })
         };
         let spe_fd = open(&spe, &pmu.name)?;
-        let ring = MappedRing::map(spe_fd.raw(), o.data_pages, o.aux_pages).map_err(|source| {
+        let ring = MappedRing::map(spe_fd.raw(), data_pages, aux_pages).map_err(|source| {
             HardwareError::Map {
                 cpu,
                 kib,
@@ -797,28 +859,52 @@ pub fn record(
         .collect();
     let (mut recs, mut buf) = (Vec::new(), Vec::new());
     let mut exit_status = None;
-    loop {
-        // SAFETY: pollfds is a live array of pollfd; EINTR (Ctrl-C) just returns early.
-        unsafe {
-            libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 100);
+    let written = (|| -> Result<(), HardwareError> {
+        loop {
+            // SAFETY: pollfds is a live array of pollfd; EINTR (Ctrl-C) just returns early.
+            unsafe {
+                libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 100);
+            }
+            let done = match child.as_mut() {
+                Some(c) => match c.try_wait() {
+                    Ok(Some(s)) => {
+                        exit_status = Some(s);
+                        true
+                    }
+                    Ok(None) => false,
+                    Err(e) => {
+                        warnings.push(format!("waiting for the command: {e}"));
+                        true
+                    }
+                },
+                None => counting::interrupted(),
+            };
+            let mut any = false;
+            for r in rings.iter_mut() {
+                any |= drain(
+                    r,
+                    &mut writer,
+                    &parse_attr,
+                    &mut recs,
+                    &mut buf,
+                    &mut warnings,
+                )?;
+            }
+            if any {
+                writer.finish_round()?;
+                writer.flush()?;
+            }
+            if done {
+                break;
+            }
         }
-        let done = match child.as_mut() {
-            Some(c) => match c.try_wait() {
-                Ok(Some(s)) => {
-                    exit_status = Some(s);
-                    true
-                }
-                Ok(None) => false,
-                Err(e) => {
-                    warnings.push(format!("waiting for the command: {e}"));
-                    true
-                }
-            },
-            None => counting::interrupted(),
-        };
-        let mut any = false;
+        // Stop, then take what the kernel wrote while stopping.
+        for r in rings.iter() {
+            let _ = r.spe.disable();
+            let _ = r._dummy.disable();
+        }
         for r in rings.iter_mut() {
-            any |= drain(
+            drain(
                 r,
                 &mut writer,
                 &parse_attr,
@@ -827,27 +913,37 @@ pub fn record(
                 &mut warnings,
             )?;
         }
-        if any {
-            writer.finish_round()?;
+        Ok(())
+    })();
+    match written {
+        Ok(()) => {}
+        Err(HardwareError::Perf(source)) => {
+            // Writing failed (a full disk): stop sampling, let the command finish, and keep what
+            // was written where it cannot replace a good file.
+            for r in &rings {
+                let _ = r.spe.disable();
+                let _ = r._dummy.disable();
+            }
+            drop(rings);
+            let command_status = match child.as_mut() {
+                Some(c) => {
+                    eprintln!(
+                        "spelunk record: recording stopped ({source}); waiting for {} to finish",
+                        command[0]
+                    );
+                    c.wait().ok()
+                }
+                None => None,
+            };
+            let partial = partial_path(output);
+            let kept = writer.keep_partial(&partial).map(|()| partial);
+            return Err(HardwareError::WriteFailed {
+                source: Box::new(source),
+                partial: kept.ok(),
+                command_status,
+            });
         }
-        if done {
-            break;
-        }
-    }
-    // Stop, then take what the kernel wrote while stopping.
-    for r in &rings {
-        let _ = r.spe.disable();
-        let _ = r._dummy.disable();
-    }
-    for r in rings.iter_mut() {
-        drain(
-            r,
-            &mut writer,
-            &parse_attr,
-            &mut recs,
-            &mut buf,
-            &mut warnings,
-        )?;
+        Err(e) => return Err(e),
     }
     let mut per_cpu = BTreeMap::new();
     for r in rings.iter_mut() {
