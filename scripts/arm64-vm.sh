@@ -8,6 +8,8 @@
 # Recipe: docs in tests/vm/README.md. Needs: scripts/ensure-deps.sh vm (run as root).
 # Downloads (kernel, headers, busybox) are cached under target/vm/ so reruns are fast.
 #   SPELUNK_VM_NO_SPELUNK=1 skips the static aarch64 spelunk build (harness-only run).
+#   SPELUNK_VM_APPEND adds to the kernel command line (spelunk.bench=1: the recorder benchmark,
+#   scripts/bench-recorder.sh, instead of the tests).
 #   SPELUNK_VM_SMP=N boots N CPUs (default 1; -icount runs them in turn on one host thread).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,7 +87,7 @@ log="$cache/console.log"
 echo "== booting $(basename "$vmlinuz") under qemu-system-aarch64 (log: $log)"
 timeout "${SPELUNK_VM_TIMEOUT_S:-120}" qemu-system-aarch64 -M virt -cpu neoverse-n1 -icount shift=0 \
   -m 1G -smp "${SPELUNK_VM_SMP:-1}" -nic none -nographic -no-reboot -kernel "$vmlinuz" -initrd "$cache/initrd.gz" \
-  -append "console=ttyAMA0 panic=-1 quiet" > "$log" 2>&1 || true
+  -append "console=ttyAMA0 panic=-1 quiet ${SPELUNK_VM_APPEND:-}" > "$log" 2>&1 || true
 # The serial console ends lines with \r\n. Exported files (vm_export in test.sh) are blocks
 #   VM-EXPORT-BEGIN NAME SIZE MD5 / base64 lines / VM-EXPORT-END NAME
 # decoded into target/vm/out/NAME and checked against SIZE and MD5; the checks below and the
@@ -119,7 +121,7 @@ if ! cmp -s "$out/workload.head" <(head -c 4096 "$rootfs/workload"); then
 fi
 # spelunk record's perf.data files, decoded on the host by Linux perf (tests/vm/check_record.py):
 # exactly the records the stub wrote during each recording, and its loss flags.
-if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ]; then
+if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ] && [[ "${SPELUNK_VM_APPEND:-}" != *spelunk.bench=1* ]]; then
   for name in rec small; do
     if [ ! -f "$out/$name.data" ] || [ ! -f "$out/$name.expect" ]; then
       echo "arm64-vm: the VM exported no $name.data/$name.expect (spelunk record did not run)" >&2; exit 1

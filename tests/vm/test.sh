@@ -12,6 +12,28 @@ vm_export() {
   base64 "$1"
   echo "VM-EXPORT-END $2"
 }
+# scripts/bench-recorder.sh boots with spelunk.bench=1: the recorder benchmark, no tests.
+if grep -q spelunk.bench=1 /proc/cmdline; then
+  insmod /spe_stub.ko || { bad "insmod spe_stub.ko"; exit 1; }
+  par=/sys/module/spe_stub/parameters
+  secs() { # COMMAND...: guest seconds of wall time (busybox time -p)
+    time -p -o /tmp/time.txt "$@" > /dev/null 2>&1
+    sed -n 's/^real //p' /tmp/time.txt
+  }
+  for batch in 8 32 127; do
+    echo $batch > $par/batch
+    alone=$(secs /workload)
+    /spelunk record -o /tmp/b.data -- /workload > /tmp/b.txt 2>&1 || { cat /tmp/b.txt; bad "bench record"; }
+    under=$(secs /spelunk record -o /tmp/b2.data -- /workload)
+    aux=$(sed -n 's/^spelunk record: [0-9]* SPE records (\([0-9.]*\) MB.*/\1/p' /tmp/b.txt)
+    cpu=$(sed -n 's/^spelunk record: the recorder used \([0-9.]*\) ms of CPU while the command ran \([0-9.]*\) ms.*/\1 \2/p' /tmp/b.txt)
+    echo "bench batch=$batch aux_mb=$aux recorder_cpu_ms=${cpu% *} command_ms=${cpu#* } workload_alone_s=$alone spelunk_record_total_s=$under"
+  done
+  rmmod spe_stub
+  head -c 4096 /workload > /tmp/workload.head
+  vm_export /tmp/workload.head workload.head
+  exit $fail
+fi
 pmu=/sys/bus/event_source/devices/armv8_pmuv3
 [ -d "$pmu" ] && ok "armv8_pmuv3 PMU present" || bad "no armv8_pmuv3 in sysfs"
 echo "events: $(ls $pmu/events 2>/dev/null | tr '\n' ' ')"

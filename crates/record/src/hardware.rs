@@ -114,6 +114,10 @@ pub struct HardwareRecording {
     pub per_cpu: BTreeMap<u32, CpuFigures>,
     /// The command's exit status (none in a system-wide run without a command).
     pub exit_status: Option<std::process::ExitStatus>,
+    /// CPU time spelunk itself used (user + system, all its threads; not the command's).
+    pub recorder_cpu_ns: u64,
+    /// From the command's release to its exit (or to the end of a system-wide recording).
+    pub recorded_ns: u64,
     /// Options the kernel refused and that were dropped, one line each.
     pub dropped: Vec<String>,
     pub warnings: Vec<String>,
@@ -536,6 +540,17 @@ fn open_all(
     Ok(out)
 }
 
+/// User + system CPU time of this process so far (getrusage RUSAGE_SELF).
+fn self_cpu_ns() -> u64 {
+    // SAFETY: getrusage fills a zeroed struct we own.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+        return 0;
+    }
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    ns(u.ru_utime) + ns(u.ru_stime)
+}
+
 /// Host facts for the perf.data header.
 struct Host {
     hostname: String,
@@ -842,6 +857,8 @@ pub fn record(
         }
     }
     counting::catch_interrupt();
+    let cpu_at_start = self_cpu_ns();
+    let started = std::time::Instant::now();
     if let Some(c) = child.as_mut() {
         c.release().map_err(|source| HardwareError::Io {
             what: format!("running {}", command[0]),
@@ -859,6 +876,7 @@ pub fn record(
         .collect();
     let (mut recs, mut buf) = (Vec::new(), Vec::new());
     let mut exit_status = None;
+    let mut recorded_ns = 0;
     let written = (|| -> Result<(), HardwareError> {
         loop {
             // SAFETY: pollfds is a live array of pollfd; EINTR (Ctrl-C) just returns early.
@@ -895,6 +913,7 @@ pub fn record(
                 writer.flush()?;
             }
             if done {
+                recorded_ns = started.elapsed().as_nanos() as u64;
                 break;
             }
         }
@@ -972,6 +991,8 @@ pub fn record(
     sc.config = cfg;
     sc.write(&sidecar_path)?;
     Ok(HardwareRecording {
+        recorder_cpu_ns: self_cpu_ns().saturating_sub(cpu_at_start),
+        recorded_ns,
         perf_data: output.to_path_buf(),
         sidecar: sidecar_path,
         pmu: pmu.name,

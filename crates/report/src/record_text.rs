@@ -38,6 +38,21 @@ pub fn hardware_summary(r: &HardwareRecording, wall: Duration) -> String {
             cpu, f.records, f.aux_bytes, f.truncated, f.partial, f.collisions, f.lost_records
         );
     }
+    let mb = t.aux_bytes as f64 / 1e6;
+    let _ = writeln!(
+        o,
+        "spelunk record: the recorder used {:.1} ms of CPU while the command ran {:.1} ms{}",
+        r.recorder_cpu_ns as f64 / 1e6,
+        r.recorded_ns as f64 / 1e6,
+        if mb > 0.0 {
+            format!(
+                " ({:.1} ms per MB of AUX data)",
+                r.recorder_cpu_ns as f64 / 1e6 / mb
+            )
+        } else {
+            String::new()
+        }
+    );
     if t.truncated > 0 {
         let _ = writeln!(
             o,
