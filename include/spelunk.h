@@ -61,13 +61,23 @@ static inline void spelunk_tag_mapping(const char *name, const void *addr)
 
 #else
 
+/* The addresses are only recorded, never read through: tell GCC (11+), so that naming a
+   freshly allocated, not yet written buffer is no -Wmaybe-uninitialized warning. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#define SPELUNK_ADDR_ONLY(n) __attribute__((access(none, n)))
+#else
+#define SPELUNK_ADDR_ONLY(n)
+#endif
 extern unsigned spelunk_abi_v1_version(void) __attribute__((weak));
 extern void spelunk_abi_v1_phase_begin(const char *name) __attribute__((weak));
 extern void spelunk_abi_v1_phase_end(const char *name) __attribute__((weak));
 extern void spelunk_abi_v1_object(const char *name, const void *addr,
-                                  unsigned long long size) __attribute__((weak));
-extern void spelunk_abi_v1_object_free(const void *addr) __attribute__((weak));
-extern void spelunk_abi_v1_tag_mapping(const char *name, const void *addr) __attribute__((weak));
+                                  unsigned long long size) __attribute__((weak))
+    SPELUNK_ADDR_ONLY(2);
+extern void spelunk_abi_v1_object_free(const void *addr) __attribute__((weak))
+    SPELUNK_ADDR_ONLY(1);
+extern void spelunk_abi_v1_tag_mapping(const char *name, const void *addr)
+    __attribute__((weak)) SPELUNK_ADDR_ONLY(2);
 
 /* 1 when a spelunk runtime implementing ABI v1 is loaded. */
 static inline int spelunk_runtime_loaded(void)

@@ -72,6 +72,15 @@ cp tests/vm/test.sh "$rootfs/test.sh"
 aarch64-linux-gnu-gcc -static -O1 -o "$rootfs/workload" tests/vm/workload.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/aux_probe" tests/vm/aux_probe.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/as_user" tests/vm/as_user.c
+# A dynamically linked program with include/spelunk.h annotations, glibc's loader and libraries
+# from the cross toolchain, and libspelunk.so built for aarch64 (the runtime spelunk preloads).
+aarch64-linux-gnu-gcc -O1 -Wall -Wextra -Werror -Iinclude -o "$rootfs/phases" tests/vm/phases.c
+mkdir -p "$rootfs/lib"
+for l in ld-linux-aarch64.so.1 libc.so.6 libgcc_s.so.1 libdl.so.2 libpthread.so.0 libm.so.6; do
+  [ -e "/usr/aarch64-linux-gnu/lib/$l" ] && cp -L "/usr/aarch64-linux-gnu/lib/$l" "$rootfs/lib/"
+done
+CC=aarch64-linux-gnu-gcc OUT="$root_dir/$cache/runtime-arm64" runtime/build.sh >/dev/null
+cp "$cache/runtime-arm64/libspelunk.so" "$rootfs/lib/libspelunk.so"
 cp "$mod_build/spe_stub.ko" "$rootfs/spe_stub.ko"
 if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ]; then
   # Static glibc: one self-contained binary for the initramfs.
@@ -131,5 +140,8 @@ if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ] && [[ "${SPELUNK_VM_APPEND:-}" != *spe
     tests/vm/check_record.py "$out/$name.data" $(cat "$out/$name.expect") \
       || { echo "arm64-vm: $name.data does not hold what the stub wrote" >&2; exit 1; }
   done
+  echo "== the runtime's phases on the samples' clock (target/vm/out/ph.json)"
+  tests/vm/check_phases.py "$out/ph.json" "$out/ph.sidecar.json" \
+    || { echo "arm64-vm: the runtime's phases are not on the samples' clock" >&2; exit 1; }
 fi
 echo "arm64-vm: all checks passed"

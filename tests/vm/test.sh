@@ -34,6 +34,8 @@ if grep -q spelunk.bench=1 /proc/cmdline; then
   vm_export /tmp/workload.head workload.head
   exit $fail
 fi
+# spelunk record preloads this runtime (built for aarch64 by arm64-vm.sh).
+export SPELUNK_RUNTIME=/lib/libspelunk.so
 pmu=/sys/bus/event_source/devices/armv8_pmuv3
 [ -d "$pmu" ] && ok "armv8_pmuv3 PMU present" || bad "no armv8_pmuv3 in sysfs"
 echo "events: $(ls $pmu/events 2>/dev/null | tr '\n' ' ')"
@@ -116,6 +118,19 @@ if [ -f /spe_stub.ko ]; then
     echo 200 > $par/batch; echo 2000 > $par/period_us
     stub_record small --aux-pages 2
     echo 8 > $par/batch; echo 200 > $par/period_us
+    # The runtime on a real kernel: spelunk record preloads libspelunk.so into a dynamically
+    # linked program annotated with include/spelunk.h; its phases, object and heap block reach
+    # the sidecar on the samples' clock (the host checks samples per phase against the stub's
+    # fixed rate: tests/vm/check_phases.py).
+    /spelunk record -o /tmp/ph.data -- /phases > /tmp/ph.txt 2>&1; rc=$?
+    cat /tmp/ph.txt
+    [ $rc = 0 ] && grep -q "^phases: runtime loaded" /tmp/ph.txt && ok "spelunk record preloads the runtime" \
+      || bad "spelunk record with the runtime: exit $rc"
+    grep -Eq "the runtime logged 2 phase\(s\), 1 named object\(s\) and [1-9][0-9]* heap block\(s\) from 1 process" /tmp/ph.txt \
+      && ok "the runtime's phases, object and heap block are merged" || bad "runtime logs not merged as expected"
+    /spelunk report /tmp/ph.data --json > /tmp/ph.json 2>/tmp/ph-report.err || { cat /tmp/ph-report.err; bad "report ph.data"; }
+    vm_export /tmp/ph.json ph.json
+    vm_export /tmp/ph.data.spelunk.json ph.sidecar.json
     # What goes wrong, said clearly. SPE has one user per CPU: while a system-wide recording
     # holds CPU 0, a second recording must fail with EBUSY's reason.
     /spelunk record -a -o /tmp/hold.data -- /workload > /tmp/hold.txt 2>&1 &

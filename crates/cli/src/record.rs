@@ -98,6 +98,12 @@ pub struct RecordArgs {
     #[arg(short = 'C', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
 
+    /// Do not preload spelunk's runtime (libspelunk.so) into the command. By default it is
+    /// loaded when found, so include/spelunk.h phases and objects and heap blocks by
+    /// allocation site reach the recording (hardware SPE)
+    #[arg(long)]
+    pub no_runtime: bool,
+
     /// Hardware SPE: the PMU to use [default: the first arm_spe_*]
     #[arg(long, value_name = "NAME")]
     pub pmu: Option<String>,
@@ -276,7 +282,22 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
         &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
         &[&args.output, &sidecar],
     )?;
+    let runtime = if args.no_runtime || command.is_empty() {
+        None
+    } else {
+        match spelunk_record::runtime_log::locate_runtime() {
+            Ok(lib) => Some(lib),
+            Err(why) => {
+                eprintln!(
+                    "spelunk record: note: {why}: recording without include/spelunk.h phases \
+                     and objects and without heap blocks"
+                );
+                None
+            }
+        }
+    };
     let options = HardwareOptions {
+        runtime,
         pmu: args.pmu.clone(),
         period_ops: args.period,
         jitter: !args.no_jitter,

@@ -514,17 +514,42 @@ impl StoppedChild {
     /// Forks `argv` (the program is looked up in PATH); the child waits until
     /// [`StoppedChild::release`].
     pub fn spawn(argv: &[String]) -> io::Result<StoppedChild> {
+        Self::spawn_env(argv, &[])
+    }
+
+    /// Like [`StoppedChild::spawn`], with `env` set (or replaced) in the child's environment.
+    pub fn spawn_env(argv: &[String], env: &[(String, String)]) -> io::Result<StoppedChild> {
         use std::ffi::CString;
+        use std::os::unix::ffi::OsStrExt;
         if argv.is_empty() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty command"));
         }
+        let nul = |_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in command");
         let cargs: Vec<CString> = argv
             .iter()
             .map(|a| CString::new(a.as_bytes()))
             .collect::<Result<_, _>>()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL byte in command"))?;
+            .map_err(nul)?;
         let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
         ptrs.push(std::ptr::null());
+        // The environment, built before fork: ours with `env` replacing what it names.
+        let mut cenv: Vec<CString> = Vec::new();
+        for (k, v) in std::env::vars_os() {
+            if env.iter().any(|(name, _)| k.as_bytes() == name.as_bytes()) {
+                continue;
+            }
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            if let Ok(c) = CString::new(kv) {
+                cenv.push(c);
+            }
+        }
+        for (k, v) in env {
+            cenv.push(CString::new(format!("{k}={v}")).map_err(nul)?);
+        }
+        let mut envp: Vec<*const libc::c_char> = cenv.iter().map(|c| c.as_ptr()).collect();
+        envp.push(std::ptr::null());
         let mut gate = [0i32; 2];
         let mut errp = [0i32; 2];
         // SAFETY: each array has room for the two fds pipe2 writes.
@@ -540,7 +565,8 @@ impl StoppedChild {
             }
         }
         // SAFETY: after fork the child only calls async-signal-safe functions (close, read,
-        // execvp, write, _exit) on memory prepared before the fork.
+        // write, _exit) and execvpe (glibc's searches PATH with stack buffers, no malloc), on
+        // memory prepared before the fork.
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let e = io::Error::last_os_error();
@@ -561,7 +587,7 @@ impl StoppedChild {
                 while libc::read(gate[0], (&mut b as *mut u8).cast(), 1) < 0
                     && *libc::__errno_location() == libc::EINTR
                 {}
-                libc::execvp(ptrs[0], ptrs.as_ptr());
+                libc::execvpe(ptrs[0], ptrs.as_ptr(), envp.as_ptr());
                 let errno = *libc::__errno_location();
                 let bytes = errno.to_ne_bytes();
                 libc::write(errp[1], bytes.as_ptr().cast(), bytes.len());

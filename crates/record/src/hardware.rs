@@ -62,6 +62,9 @@ pub struct HardwareOptions {
     pub aux_pages: Option<usize>,
     /// Where sysfs is (`/sys` on a live machine).
     pub sysfs: PathBuf,
+    /// `libspelunk.so` to preload into the command (phases and objects of include/spelunk.h,
+    /// heap blocks by allocation site), or none.
+    pub runtime: Option<PathBuf>,
 }
 
 impl Default for HardwareOptions {
@@ -81,6 +84,7 @@ impl Default for HardwareOptions {
             data_pages: None,
             aux_pages: None,
             sysfs: PathBuf::from("/sys"),
+            runtime: None,
         }
     }
 }
@@ -121,6 +125,8 @@ pub struct HardwareRecording {
     /// Options the kernel refused and that were dropped, one line each.
     pub dropped: Vec<String>,
     pub warnings: Vec<String>,
+    /// What the preloaded runtime's logs added to the sidecar.
+    pub runtime: Option<crate::runtime_log::MergeSummary>,
 }
 
 impl HardwareRecording {
@@ -540,6 +546,73 @@ fn open_all(
     Ok(out)
 }
 
+/// The counter the kernel's perf-time conversion applies to (`cap_user_time_zero`): the
+/// virtual counter CNTVCT_EL0 on arm64 (the one SPE timestamps use), the TSC on x86-64.
+#[cfg(target_arch = "aarch64")]
+fn perf_counter() -> Option<u64> {
+    let v: u64;
+    // SAFETY: reading the virtual counter is allowed at EL0 on Linux (CNTKCTL_EL1.EL0VCTEN).
+    unsafe { std::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v) };
+    Some(v)
+}
+#[cfg(target_arch = "x86_64")]
+fn perf_counter() -> Option<u64> {
+    // SAFETY: rdtsc has no memory effects.
+    Some(unsafe { std::arch::x86_64::_rdtsc() })
+}
+#[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
+fn perf_counter() -> Option<u64> {
+    None
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime fills a struct we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// perf time minus CLOCK_MONOTONIC, now: the counter read between two monotonic reads and
+/// converted with the kernel's own conversion. The runtime's logs are in CLOCK_MONOTONIC.
+fn perf_minus_monotonic_ns(tc: &TimeConv) -> Option<i64> {
+    if !tc.cap_user_time_zero {
+        return None;
+    }
+    let a = monotonic_ns();
+    let c = perf_counter()?;
+    let b = monotonic_ns();
+    let perf = tc.tsc_to_perf_time(c);
+    Some(perf as i64 - (a / 2 + b / 2) as i64)
+}
+
+/// Where the runtime's logs of one recording go: a fresh private directory in the temporary
+/// directory, else next to the output.
+fn runtime_log_dir(output: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let next_to_output = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut last = std::io::Error::other("no free name for the runtime's log directory");
+    for base in [std::env::temp_dir(), next_to_output] {
+        for n in 0..100u32 {
+            let d = base.join(format!(".spelunk-rt-{}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+                Ok(()) => return Ok(d),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    last = e;
+                    break;
+                }
+            }
+        }
+    }
+    Err(last)
+}
+
 /// User + system CPU time of this process so far (getrusage RUSAGE_SELF).
 fn self_cpu_ns() -> u64 {
     // SAFETY: getrusage fills a zeroed struct we own.
@@ -757,11 +830,38 @@ pub fn record(
     }
 
     let has_command = !command.is_empty();
+    // The runtime: preloaded into the command, logging into a private directory.
+    let mut runtime_env = Vec::new();
+    let mut runtime_dir = None;
+    if let (Some(lib), true) = (&o.runtime, has_command) {
+        match runtime_log_dir(output) {
+            Ok(dir) => {
+                let preload = match std::env::var("LD_PRELOAD") {
+                    Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
+                    _ => lib.display().to_string(),
+                };
+                runtime_env = vec![
+                    ("LD_PRELOAD".to_string(), preload),
+                    ("SPELUNK_ENABLE".to_string(), "1".to_string()),
+                    (
+                        "SPELUNK_OUTPUT".to_string(),
+                        dir.join("log").display().to_string(),
+                    ),
+                ];
+                runtime_dir = Some(dir);
+            }
+            Err(e) => warnings.push(format!(
+                "no directory for the runtime's logs ({e}): recording without the runtime"
+            )),
+        }
+    }
     let mut child = if has_command {
         Some(
-            counting::StoppedChild::spawn(command).map_err(|source| HardwareError::Io {
-                what: format!("starting {}", command[0]),
-                source,
+            counting::StoppedChild::spawn_env(command, &runtime_env).map_err(|source| {
+                HardwareError::Io {
+                    what: format!("starting {}", command[0]),
+                    source,
+                }
             })?,
         )
     } else {
@@ -811,6 +911,7 @@ pub fn record(
             }
         }
     };
+    let offset_at_start = perf_minus_monotonic_ns(&time_conv);
     let h = host();
     let midr = midr_of(&o.sysfs, cpus[0]).unwrap_or_else(|| {
         warnings.push(format!(
@@ -954,6 +1055,9 @@ pub fn record(
                 }
                 None => None,
             };
+            if let Some(d) = &runtime_dir {
+                let _ = std::fs::remove_dir_all(d);
+            }
             let partial = partial_path(output);
             let kept = writer.keep_partial(&partial).map(|()| partial);
             return Err(HardwareError::WriteFailed {
@@ -977,6 +1081,38 @@ pub fn record(
 
     let sidecar_path = Sidecar::path_for(output);
     let mut sc = Sidecar::new("hardware");
+    let mut runtime = None;
+    if let Some(dir) = &runtime_dir {
+        let offset_at_end = perf_minus_monotonic_ns(&time_conv);
+        let (offset, drift) = match (offset_at_start, offset_at_end) {
+            (Some(a), Some(b)) => (Some(a / 2 + b / 2), Some(b - a)),
+            (a, b) => (a.or(b), None),
+        };
+        match offset {
+            Some(offset) => {
+                let end_ns = monotonic_ns().saturating_add_signed(offset);
+                let m = crate::runtime_log::merge_logs(&dir.join("log"), offset, end_ns, &mut sc);
+                sc.config.insert(
+                    "runtime".to_string(),
+                    serde_json::json!({
+                        "library": o.runtime.as_ref().map(|p| p.display().to_string()),
+                        "logs": m.logs,
+                        "clock": "CLOCK_MONOTONIC moved onto perf time",
+                        "perf_minus_monotonic_ns": offset,
+                        "offset_drift_ns": drift,
+                    }),
+                );
+                runtime = Some(m);
+            }
+            None => warnings.push(
+                "the runtime's CLOCK_MONOTONIC times cannot be put on the samples' clock (no \
+                 perf-time conversion for this CPU's counter): its phases and objects are left \
+                 out"
+                .into(),
+            ),
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
     sc.command = command.to_vec();
     sc.exit_status = exit_status.and_then(|s| s.code());
     let mut cfg = BTreeMap::new();
@@ -988,7 +1124,7 @@ pub fn record(
     );
     cfg.insert("kernel_release".to_string(), serde_json::json!(h.release));
     cfg.insert("aux_per_cpu".to_string(), serde_json::json!(per_cpu));
-    sc.config = cfg;
+    sc.config.extend(cfg);
     sc.write(&sidecar_path)?;
     Ok(HardwareRecording {
         recorder_cpu_ns: self_cpu_ns().saturating_sub(cpu_at_start),
@@ -1000,6 +1136,7 @@ pub fn record(
         exit_status,
         dropped,
         warnings,
+        runtime,
     })
 }
 

@@ -531,6 +531,137 @@ pub struct RuntimeParts {
     pub unmatched_phase_ends: u64,
 }
 
+impl RuntimeParts {
+    /// Moves every time by `offset_ns` (the log's CLOCK_MONOTONIC to the recording's clock);
+    /// "never" (`u64::MAX`) stays never.
+    pub fn shift_time(&mut self, offset_ns: i64) {
+        let shift = |t: &mut u64| {
+            if *t != u64::MAX {
+                *t = t.saturating_add_signed(offset_ns);
+            }
+        };
+        for p in &mut self.phases {
+            shift(&mut p.start_ns);
+            shift(&mut p.end_ns);
+        }
+        for o in &mut self.objects {
+            shift(&mut o.from_ns);
+            shift(&mut o.until_ns);
+        }
+        for a in &mut self.allocations {
+            shift(&mut a.from_ns);
+            shift(&mut a.until_ns);
+        }
+    }
+}
+
+/// `libspelunk.so`, for `spelunk record` to preload: `SPELUNK_RUNTIME` (the file), else
+/// `runtime/build/libspelunk.so` of the source tree the spelunk binary was built in, else
+/// `../lib/spelunk/libspelunk.so` next to the binary (an installed layout). The error lists
+/// where it looked.
+pub fn locate_runtime() -> Result<PathBuf, String> {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(p) = std::env::var_os("SPELUNK_RUNTIME") {
+        candidates.push(PathBuf::from(p));
+    } else if let Ok(exe) = std::env::current_exe() {
+        let exe = exe.canonicalize().unwrap_or(exe);
+        if let Some(bin) = exe.parent() {
+            for up in [2usize, 3] {
+                let mut root = bin.to_path_buf();
+                for _ in 0..up {
+                    root.pop();
+                }
+                candidates.push(root.join("runtime/build/libspelunk.so"));
+            }
+            candidates.push(bin.join("../lib/spelunk/libspelunk.so"));
+        }
+    }
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| {
+            format!(
+                "libspelunk.so not found (looked at {}; build it with runtime/build.sh or set \
+             SPELUNK_RUNTIME)",
+                candidates
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// What [`merge_logs`] took from the runtime's logs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MergeSummary {
+    pub logs: usize,
+    pub phases: usize,
+    pub objects: usize,
+    pub allocations: usize,
+    /// Problems worth a line each (a damaged or unreadable log, dropped events).
+    pub problems: Vec<String>,
+}
+
+/// Reads every log of `base` (`BASE.rt.*`), moves its times by `offset_ns` onto the
+/// recording's clock, adds phases, objects and allocations to `sidecar`, and removes the logs
+/// it read. `end_ns` (recording clock) ends what is still open.
+pub fn merge_logs(
+    base: &Path,
+    offset_ns: i64,
+    end_ns: u64,
+    sidecar: &mut spelunk_perf::sidecar::Sidecar,
+) -> MergeSummary {
+    let mut m = MergeSummary::default();
+    let paths = match RuntimeLog::find(base) {
+        Ok(p) => p,
+        Err(e) => {
+            m.problems.push(format!(
+                "{}: cannot list the runtime's logs: {e}",
+                base.display()
+            ));
+            return m;
+        }
+    };
+    let end_mono = end_ns.saturating_add_signed(offset_ns.saturating_neg());
+    for path in paths {
+        let log = match RuntimeLog::read(&path) {
+            Ok(l) => l,
+            Err(e) => {
+                m.problems.push(e.to_string());
+                continue;
+            }
+        };
+        if log.damaged_lines > 0 {
+            m.problems.push(format!(
+                "{}: {} damaged line(s) skipped (first at byte {})",
+                path.display(),
+                log.damaged_lines,
+                log.first_damage_offset.unwrap_or(0)
+            ));
+        }
+        if log.dropped_events > 0 {
+            m.problems.push(format!(
+                "{}: the runtime dropped {} event(s) (its log was full)",
+                path.display(),
+                log.dropped_events
+            ));
+        }
+        let mut parts = log.to_sidecar(end_mono);
+        parts.shift_time(offset_ns);
+        m.logs += 1;
+        m.phases += parts.phases.len();
+        m.objects += parts.objects.len();
+        m.allocations += parts.allocations.len();
+        sidecar.phases.extend(parts.phases);
+        sidecar.objects.extend(parts.objects);
+        sidecar.allocations.extend(parts.allocations);
+        let _ = std::fs::remove_file(&path);
+    }
+    m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,6 +756,35 @@ Z 65 3f6 2\n\0\0\0\0";
                 ("[heap]", 0x100, 0x100, 0x3f5, u64::MAX, "mapping"),
             ]
         );
+    }
+
+    #[test]
+    fn merged_logs_move_onto_the_recording_clock_and_are_removed() {
+        let dir = std::env::temp_dir().join(format!("spelunk-rt-merge-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("log");
+        let log = dir.join("log.rt.100.0");
+        std::fs::write(&log, LOG).unwrap();
+        let mut sc = spelunk_perf::sidecar::Sidecar::new("hardware");
+        // perf time = CLOCK_MONOTONIC - 0x100 ns.
+        let m = merge_logs(&base, -0x100, 0x2000, &mut sc);
+        assert_eq!((m.logs, m.phases, m.objects), (1, 3, 2));
+        assert_eq!(m.allocations, 3);
+        assert!(m.problems.iter().any(|p| p.contains("damaged")), "{m:?}");
+        // "inner phase": 0x3ea..0x3ed on the log's clock.
+        let inner = sc.phases.iter().find(|p| p.name == "inner phase").unwrap();
+        assert_eq!(
+            (inner.start_ns, inner.end_ns),
+            (0x3ea - 0x100, 0x3ed - 0x100)
+        );
+        // Still open at the end: ends at the recording's end (0x2000 on its clock).
+        let open = sc.phases.iter().find(|p| p.name == "never closed").unwrap();
+        assert_eq!((open.start_ns, open.end_ns), (0x3f4 - 0x100, 0x2000));
+        // A block never freed stays "never".
+        assert!(sc.allocations.iter().any(|a| a.until_ns == u64::MAX));
+        assert!(!log.exists(), "the merged log is removed");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -101,6 +101,26 @@ pub fn hardware_summary(r: &HardwareRecording, wall: Duration) -> String {
              --period operations of the selected types, or the filters excluded every one)"
         );
     }
+    if let Some(m) = r.runtime.as_ref().filter(|m| m.logs == 0) {
+        let _ = writeln!(
+            o,
+            "spelunk record: the command did not load the runtime (a statically linked program \
+             ignores LD_PRELOAD): no include/spelunk.h phases or heap blocks"
+        );
+        for p in &m.problems {
+            let _ = writeln!(o, "spelunk record: runtime: {p}");
+        }
+    } else if let Some(m) = &r.runtime {
+        let _ = writeln!(
+            o,
+            "spelunk record: the runtime logged {} phase(s), {} named object(s) and {} heap \
+             block(s) from {} process(es)",
+            m.phases, m.objects, m.allocations, m.logs
+        );
+        for p in &m.problems {
+            let _ = writeln!(o, "spelunk record: runtime: {p}");
+        }
+    }
     let _ = writeln!(
         o,
         "spelunk record: wrote {} and {}",
