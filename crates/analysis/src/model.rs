@@ -331,6 +331,8 @@ pub struct DerivedRate {
     pub unit: String,
     pub formula: String,
     pub source: String,
+    /// The events it is computed from (names in [`CounterSeries::events`]).
+    pub events: Vec<String>,
 }
 
 /// Counts between two snapshots.
@@ -343,8 +345,8 @@ pub struct CounterInterval {
     /// Δtime_enabled / Δtime_running when the event was multiplexed; None when it did not run
     /// at all while enabled.
     pub counts: Vec<Option<f64>>,
-    /// Some event was multiplexed in this interval: its count is an estimate.
-    pub scaled: bool,
+    /// Per event: it was multiplexed in this interval, so its count is an estimate.
+    pub scaled: Vec<bool>,
     /// Per [`CounterSeries::derived`].
     pub rates: Vec<Option<f64>>,
 }

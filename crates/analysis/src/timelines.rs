@@ -187,6 +187,7 @@ fn rules(c: &Counters, line_bytes: Option<u64>, notes: &mut Vec<String>) -> Vec<
                         "{event} ({what}; [Arm ARM] common event, [N1 PMU methodology]) times the \
                      cache line size from sysfs (coherency_line_size): one line per refill"
                     ),
+                    events: vec![event.into()],
                 },
                 inputs: vec![i],
                 f: Box::new(move |v, dt| (dt > 0.0).then(|| v[0] * line as f64 / dt)),
@@ -216,6 +217,7 @@ fn rules(c: &Counters, line_bytes: Option<u64>, notes: &mut Vec<String>) -> Vec<
                          [Arm ARM] common event); bytes per beat are implementation defined, so \
                          the rate is not given in bytes"
                     .into(),
+                events: vec!["BUS_ACCESS".into()],
             },
             inputs: vec![i],
             f: Box::new(|v, dt| (dt > 0.0).then(|| v[0] / dt)),
@@ -228,6 +230,7 @@ fn rules(c: &Counters, line_bytes: Option<u64>, notes: &mut Vec<String>) -> Vec<
                 unit: "instructions/cycle".into(),
                 formula: "ΔINST_RETIRED / ΔCPU_CYCLES".into(),
                 source: "INST_RETIRED (0x08) and CPU_CYCLES (0x11), [Arm ARM] common events".into(),
+                events: vec!["INST_RETIRED".into(), "CPU_CYCLES".into()],
             },
             inputs: vec![i, c],
             f: Box::new(|v, _| (v[1] > 0.0).then(|| v[0] / v[1])),
@@ -269,7 +272,7 @@ fn counter_series(
         vec![0u64; width],
     );
     for s in &snaps {
-        let mut scaled = false;
+        let mut scaled = vec![false; width];
         let counts: Vec<Option<f64>> = (0..width)
             .map(|i| {
                 let dv = s.values[i].saturating_sub(v0[i]) as f64;
@@ -281,7 +284,7 @@ fn counter_series(
                         } else if drun == 0 {
                             None
                         } else {
-                            scaled = true;
+                            scaled[i] = true;
                             Some(dv * den as f64 / drun as f64)
                         }
                     }
@@ -463,7 +466,7 @@ mod tests {
         let first = &c.intervals[0];
         assert_eq!((first.start_ns, first.end_ns), (0, 100_000_000));
         assert_eq!(first.counts, vec![Some(200.0), Some(100.0), Some(1000.0)]);
-        assert!(!first.scaled);
+        assert_eq!(first.scaled, vec![false; 3]);
         let names: Vec<&str> = c.derived.iter().map(|d| d.name.as_str()).collect();
         assert_eq!(names, ["llc_read_miss_bytes_per_s", "ipc"]);
         // 1000 misses x 64 B in 0.1 s = 640 000 B/s; IPC 100/200.
@@ -471,7 +474,7 @@ mod tests {
         let second = &c.intervals[1];
         // 500 misses counted in 50 of 100 enabled ns: 1000 estimated.
         assert_eq!(second.counts[2], Some(1000.0));
-        assert!(second.scaled);
+        assert_eq!(second.scaled, vec![false, false, true]);
         assert_eq!(second.rates, vec![Some(640_000.0), Some(300.0 / 400.0)]);
         assert_eq!(c.events[2].total, 1_500);
         assert_eq!(c.events[2].running_fraction, Some(0.75));
