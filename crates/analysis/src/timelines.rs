@@ -157,12 +157,15 @@ fn capacity_series(c: &CapacityTimeline, origin_ns: u64) -> CapacitySeries {
     }
 }
 
+/// A rate from the counts of its events in one interval and the interval's length in seconds.
+type RateFn = Box<dyn Fn(&[f64], f64) -> Option<f64>>;
+
 /// A derived rate: its description and how to compute it from one interval's scaled counts.
 struct Rule {
     rate: DerivedRate,
     /// Indices of the events it needs, and the function of their counts and the interval (s).
     inputs: Vec<usize>,
-    f: Box<dyn Fn(&[f64], f64) -> Option<f64>>,
+    f: RateFn,
 }
 
 fn rules(c: &Counters, line_bytes: Option<u64>, notes: &mut Vec<String>) -> Vec<Rule> {
