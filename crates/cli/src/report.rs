@@ -47,6 +47,7 @@ Examples:
   spelunk report perf.data --html report.html --topdown topdown.json
   spelunk report perf.data --sort latency --limit 10   # the 10 slowest functions (mean load latency)
   spelunk report perf.data --html report.html --c2c     # adds the cache-line sharing tables
+  spelunk report run.data.spelunk.json          # the timelines of `spelunk record --no-spe`
 
 Event classes for --event: load, store, memory, branch, l1d-access, l1d-miss, llc-access,
 llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by another core's
@@ -55,7 +56,8 @@ cache), dram.
 Orders for --sort (largest first; ties by samples): samples, loads, stores, latency (mean load
 latency), p99, exec (mean execution latency), l1d-miss, llc-miss, tlb-walk, mispredicts, remote.")]
 pub struct ReportArgs {
-    /// perf.data with Arm SPE data
+    /// perf.data with Arm SPE data (or a `spelunk record --no-spe` recording: FILE.spelunk.json,
+    /// also found as FILE when FILE does not exist)
     pub file: PathBuf,
 
     /// Print the report as JSON (schema spelunk-report/1) instead of tables
