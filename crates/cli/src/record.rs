@@ -410,13 +410,18 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let pmu = match spelunk_pmu::detect::detect(std::path::Path::new("/")) {
         Err(e) => CounterPmu::Missing(format!("no Arm core PMU: {e}")),
-        Ok(system) => match system.core_types.iter().find_map(|t| t.pmu.as_ref()) {
+        Ok(system) => match system
+            .core_types
+            .iter()
+            .find_map(|t| t.pmu.as_ref().map(|p| (p, t.midr)))
+        {
             None => CounterPmu::Missing(format!(
                 "no Arm core PMU in sysfs (PMUs: {})",
                 system.pmu_names.join(", ")
             )),
-            Some(p) => CounterPmu::Found(timeline::CorePmuEvents {
+            Some((p, midr)) => CounterPmu::Found(timeline::CorePmuEvents {
                 name: p.name.clone(),
+                midr: Some(midr),
                 perf_type: p.perf_type,
                 listed: p.events.values().copied().collect(),
             }),

@@ -511,6 +511,9 @@ impl CapacitySampler {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CorePmuEvents {
     pub name: String,
+    /// MIDR_EL1 of the cores it counts on (the sidecar's `config.midr`, so `spelunk topdown
+    /// --import` finds the catalog), when known.
+    pub midr: Option<spelunk_spe::Midr>,
     /// `perf_event_attr.type` (sysfs `type`).
     pub perf_type: u32,
     /// Event numbers the PMU lists under sysfs `events/` (the kernel lists the common events
@@ -893,6 +896,12 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         config.insert("counters_pmu".into(), name.clone().into());
         config.insert("counters_pmu_type".into(), (*ty).into());
     }
+    if let CounterPmu::Found(CorePmuEvents {
+        midr: Some(midr), ..
+    }) = &o.pmu
+    {
+        config.insert("midr".into(), midr.to_string().into());
+    }
     let (c, setup, failed) = counters.finish();
     if !c.events.is_empty() {
         config.insert("counters_scope".into(), setup.scope.into());
@@ -1188,6 +1197,7 @@ Rss:                  16 kB
     fn pmu(listed: &[u16]) -> CounterPmu {
         CounterPmu::Found(CorePmuEvents {
             name: "armv8_pmuv3_0".into(),
+            midr: None,
             perf_type: 8,
             listed: listed.iter().copied().collect(),
         })
@@ -1249,6 +1259,64 @@ Rss:                  16 kB
         assert_eq!(fin.values, vec![1_333_333_332, 666_666_666, 166_666_666]);
         assert_eq!(c.totals["INST_RETIRED"], 666_666_666);
         assert_eq!(sim.open_fds(), 0, "finish closes the counters");
+    }
+
+    #[test]
+    fn record_timelines_writes_both_timelines_with_a_simulated_pmu() {
+        let mut sim = SimPmu::new(6, true);
+        sim.rates.insert(0x11, 2.0);
+        sim.rates.insert(0x37, 0.25);
+        let dir = std::env::temp_dir().join(format!("spelunk-tl-rec-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("run.data.spelunk.json");
+        let o = TimelineOptions {
+            interval_ns: 10_000_000,
+            proc_root: PathBuf::from("/proc"),
+            pmu: CounterPmu::Found(CorePmuEvents {
+                name: "armv8_pmuv3_0".into(),
+                midr: Some(spelunk_spe::Midr(0x413fd0c1)),
+                perf_type: 8,
+                listed: DEFAULT_EVENTS.iter().map(|(c, _)| *c).collect(),
+            }),
+            line_bytes: Some(64),
+        };
+        let cmd: Vec<String> = ["sh", "-c", "sleep 0.1; exit 7"].map(String::from).to_vec();
+        let rec = record_timelines(&sim, &o, &cmd, &path).unwrap();
+        assert_eq!(rec.exit_status.code(), Some(7));
+        let sc = Sidecar::read(&path).unwrap();
+        assert_eq!(sc, rec.sidecar);
+        assert_eq!(sc.exit_status, Some(7));
+        assert_eq!(sc.config["midr"], "0x413fd0c1");
+        assert_eq!(sc.config["counters_grouping"], "one group");
+        assert_eq!(sc.config["counters_scope"], "user+kernel");
+        assert_eq!(sc.config["cache_line_bytes"], 64);
+        let c = &sc.counters;
+        assert_eq!(c.events.len(), 7);
+        assert!(c.not_counted.is_empty());
+        let fin = c.timeline.last().unwrap();
+        assert_eq!(fin.reason, "final");
+        // The simulation: 1 s enabled and running (one group fits) at 2 and 0.25 per ns.
+        assert_eq!(c.totals["CPU_CYCLES"], 2_000_000_000);
+        assert_eq!(c.totals["LL_CACHE_MISS_RD"], 250_000_000);
+        assert_eq!(c.totals["INST_RETIRED"], 0);
+        assert_eq!(fin.time_enabled_ns, fin.time_running_ns);
+        // 100 ms at 10 ms: periodic snapshots and capacity samples on the same ticks.
+        let cap = sc.capacity.as_ref().unwrap();
+        assert!(!cap.samples.is_empty());
+        let periodic: Vec<u64> = c
+            .timeline
+            .iter()
+            .filter(|s| s.reason == "periodic")
+            .map(|s| s.time_ns)
+            .collect();
+        let ticks: Vec<u64> = cap.samples.iter().map(|s| s.time_ns).collect();
+        assert!(
+            ticks.iter().all(|t| periodic.contains(t)),
+            "{ticks:?} {periodic:?}"
+        );
+        assert!(ticks.iter().all(|t| *t > rec.start_ns));
+        assert_eq!(sim.open_fds(), 0);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
