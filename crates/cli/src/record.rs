@@ -387,7 +387,8 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
     let sidecar = spelunk_perf::sidecar::Sidecar::path_for(&args.output);
     if args.output.exists() {
         bail!(
-            "{} exists: --no-spe writes no perf.data, so {} would sit next to a recording it              does not describe. Remove {} or choose another -o",
+            "{} exists: --no-spe writes no perf.data, so {} would sit next to a recording it \
+             does not describe. Remove {} or choose another -o",
             args.output.display(),
             sidecar.display(),
             args.output.display()
