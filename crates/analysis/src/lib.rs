@@ -21,3 +21,4 @@ pub mod profile;
 pub mod select;
 pub mod stats;
 pub mod symbolize;
+pub mod timelines;

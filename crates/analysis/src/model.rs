@@ -3,6 +3,8 @@
 //! every number they show is the same number. Each field is defined in docs/report.md.
 
 use serde::Serialize;
+/// An event asked for and not counted, with why (the sidecar's type).
+pub use spelunk_perf::sidecar::NotCounted;
 
 /// Schema identifier of the JSON output.
 pub const SCHEMA: &str = "spelunk-report/1";
@@ -269,6 +271,120 @@ pub struct RecordingInfo {
     pub missing_files: Vec<String>,
 }
 
+/// Bytes per mapping class (docs/record.md, "--no-spe": heap, anon, file, stack).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ClassBytes {
+    pub heap_bytes: u64,
+    pub anon_bytes: u64,
+    pub file_bytes: u64,
+    pub stack_bytes: u64,
+    /// heap + anon + file + stack.
+    pub total_bytes: u64,
+}
+
+/// Resident memory of the process tree at one sample.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CapacityPoint {
+    /// ns since the timelines' origin (the command's start).
+    pub t_ns: u64,
+    /// Processes of the tree read.
+    pub processes: u32,
+    /// Summed over the nodes.
+    pub all_nodes: ClassBytes,
+    /// Per node, in the order of [`CapacitySeries::nodes`] (zeros where a node had nothing).
+    pub nodes: Vec<ClassBytes>,
+}
+
+/// Temporal capacity: resident memory per NUMA node and mapping class over time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CapacitySeries {
+    /// `numa_maps` or `smaps` (no NUMA support: the node is unknown, `null`).
+    pub source: String,
+    pub interval_ns: u64,
+    /// The nodes seen, in order (`null`: unknown).
+    pub nodes: Vec<Option<u32>>,
+    pub points: Vec<CapacityPoint>,
+    /// Each class's largest value over the points (the classes can peak at different times);
+    /// `total_bytes` is the largest total of one point.
+    pub peak: ClassBytes,
+    /// When the largest total was seen.
+    pub peak_t_ns: Option<u64>,
+    pub notes: Vec<String>,
+}
+
+/// One counted event of the counter timeline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CounterColumn {
+    pub code: u32,
+    pub name: String,
+    /// Raw count over the run (the final snapshot).
+    pub total: u64,
+    /// time_running / time_enabled over the run (< 1: multiplexed; None: unknown).
+    pub running_fraction: Option<f64>,
+}
+
+/// A figure derived from the counters per interval, with its formula and its source.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DerivedRate {
+    /// `llc_read_miss_bytes_per_s`, `l2_refill_bytes_per_s`, `bus_access_beats_per_s`, `ipc`.
+    pub name: String,
+    pub unit: String,
+    pub formula: String,
+    pub source: String,
+    /// The events it is computed from (names in [`CounterSeries::events`]).
+    pub events: Vec<String>,
+}
+
+/// Counts between two snapshots.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CounterInterval {
+    /// ns since the timelines' origin.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// Per event ([`CounterSeries::events`]): the count in the interval, scaled by
+    /// Δtime_enabled / Δtime_running when the event was multiplexed; None when it did not run
+    /// at all while enabled.
+    pub counts: Vec<Option<f64>>,
+    /// Per event: it was multiplexed in this interval, so its count is an estimate.
+    pub scaled: Vec<bool>,
+    /// Per [`CounterSeries::derived`].
+    pub rates: Vec<Option<f64>>,
+}
+
+/// The PMU counter timeline (temporal bandwidth).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CounterSeries {
+    pub pmu: Option<String>,
+    /// `user` or `user+kernel`.
+    pub scope: Option<String>,
+    pub grouping: Option<String>,
+    pub events: Vec<CounterColumn>,
+    /// Asked for, not counted, and why (never 0).
+    pub not_counted: Vec<NotCounted>,
+    pub derived: Vec<DerivedRate>,
+    pub intervals: Vec<CounterInterval>,
+    pub notes: Vec<String>,
+}
+
+/// Timelines recorded with the profile (`spelunk record --no-spe`): resident memory and PMU
+/// counters over time. Formulas in docs/report.md, "Timelines".
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Timelines {
+    /// The clock of the recorded times (`CLOCK_MONOTONIC`).
+    pub clock: String,
+    /// The origin of every `*_ns` time below, on that clock (the command's start).
+    pub origin_ns: u64,
+    /// Whether the recording has SPE samples too (false: `--no-spe`, the timelines alone).
+    pub spe: bool,
+    /// The command and how it ended.
+    pub command: Vec<String>,
+    pub exit_status: Option<i32>,
+    pub capacity: Option<CapacitySeries>,
+    pub counters: Option<CounterSeries>,
+    /// Phase instances on the timelines' clock (only when the sidecar says its phases use it).
+    pub phases: Vec<PhaseSpan>,
+}
+
 /// The whole report.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -296,4 +412,8 @@ pub struct Report {
     /// for the same samples (schema spelunk-c2c/1); absent without `--c2c`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub c2c: Option<crate::c2c::C2cReport>,
+    /// Resident memory and PMU counters over time (a sidecar with timelines; absent
+    /// otherwise, so reports without them are unchanged).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timelines: Option<Timelines>,
 }

@@ -937,6 +937,7 @@ impl<'a> ProfileBuilder<'a> {
                 points,
             },
             c2c: None,
+            timelines: sidecar.and_then(|sc| crate::timelines::from_sidecar(sc, true)),
         }
     }
 }

@@ -126,6 +126,21 @@ pub struct RecordArgs {
     #[arg(long)]
     pub keep_trace: bool,
 
+    /// No SPE: record only the timelines of the command's process tree, resident memory per
+    /// NUMA node and mapping class and PMU counters (what a VM or an x86-64 machine can give).
+    /// Writes the sidecar FILE.spelunk.json and no perf.data; `spelunk report FILE` reads it
+    #[arg(long, conflicts_with_all = [
+        "emulate", "filter", "min_latency", "event_filter", "no_pa", "pct", "kernel",
+        "all_cpus", "cpus", "pmu", "aux_pages", "no_collisions", "emulator_opts", "keep_trace",
+        "jitter", "no_jitter", "period",
+    ])]
+    pub no_spe: bool,
+
+    /// With --no-spe: sample resident memory and the counters every MS milliseconds
+    /// [default: 100]
+    #[arg(long, value_name = "MS", requires = "no_spe")]
+    pub capacity_interval: Option<u64>,
+
     /// The program and its arguments (after --)
     #[arg(
         last = true,
@@ -136,6 +151,9 @@ pub struct RecordArgs {
 }
 
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if args.no_spe {
+        return run_timelines(args);
+    }
     let event_filter = check_sampling_options(&args)?;
     if !args.emulate {
         return run_hardware(args, event_filter);
@@ -368,4 +386,90 @@ fn program_path(argv0: &std::ffi::OsStr) -> Option<PathBuf> {
             .map(|d| d.join(p))
             .find(|c| c.is_file())
     })
+}
+
+/// `spelunk record --no-spe`: the timelines alone (resident memory and PMU counters of the
+/// command's process tree over time), in the sidecar; no SPE, no perf.data.
+fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    use spelunk_record::timeline::{self, CounterPmu, TimelineOptions};
+    let interval_ms = args.capacity_interval.unwrap_or(100);
+    if interval_ms == 0 {
+        bail!("--capacity-interval 0: the interval must be at least 1 ms");
+    }
+    let interval_ns = interval_ms
+        .checked_mul(1_000_000)
+        .with_context(|| format!("--capacity-interval {interval_ms}: too long"))?;
+    if args.command.is_empty() {
+        bail!("--no-spe records a command: give it after `--`");
+    }
+    let sidecar = spelunk_perf::sidecar::Sidecar::path_for(&args.output);
+    if args.output.exists() {
+        bail!(
+            "{} exists: --no-spe writes no perf.data, so {} would sit next to a recording it \
+             does not describe. Remove {} or choose another -o",
+            args.output.display(),
+            sidecar.display(),
+            args.output.display()
+        );
+    }
+    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!("{}: no such directory for the output", dir.display());
+        }
+    }
+    let program = args.command.first().and_then(|p| program_path(p));
+    crate::common::guard_outputs(
+        &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+        &[&sidecar],
+    )?;
+    let command: Vec<String> = args
+        .command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let pmu = match spelunk_pmu::detect::detect(std::path::Path::new("/")) {
+        Err(e) => CounterPmu::Missing(format!("no Arm core PMU: {e}")),
+        Ok(system) => match system
+            .core_types
+            .iter()
+            .find_map(|t| t.pmu.as_ref().map(|p| (p, t.midr)))
+        {
+            None => CounterPmu::Missing(format!(
+                "no Arm core PMU in sysfs (PMUs: {})",
+                system.pmu_names.join(", ")
+            )),
+            Some((p, midr)) => CounterPmu::Found(timeline::CorePmuEvents {
+                name: p.name.clone(),
+                midr: Some(midr),
+                perf_type: p.perf_type,
+                listed: p.events.values().copied().collect(),
+            }),
+        },
+    };
+    let options = TimelineOptions {
+        interval_ns,
+        proc_root: PathBuf::from("/proc"),
+        pmu,
+        line_bytes: timeline::line_bytes(std::path::Path::new("/sys")),
+    };
+    eprintln!(
+        "spelunk record: recording {}'s resident memory and PMU counters every {interval_ms} ms \
+         (--no-spe: no SPE samples)",
+        command[0]
+    );
+    let started = std::time::Instant::now();
+    let rec = timeline::record_timelines(
+        &spelunk_perf::counting::LinuxPerfSys,
+        &options,
+        &command,
+        &sidecar,
+    )?;
+    for w in &rec.warnings {
+        eprintln!("spelunk record: note: {w}");
+    }
+    eprint!(
+        "{}",
+        spelunk_report::record_text::timelines_summary(&rec, started.elapsed())
+    );
+    Ok(ExitCode::from(exit_code(&rec.exit_status)))
 }

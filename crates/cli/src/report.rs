@@ -47,6 +47,7 @@ Examples:
   spelunk report perf.data --html report.html --topdown topdown.json
   spelunk report perf.data --sort latency --limit 10   # the 10 slowest functions (mean load latency)
   spelunk report perf.data --html report.html --c2c     # adds the cache-line sharing tables
+  spelunk report run.data.spelunk.json          # the timelines of `spelunk record --no-spe`
 
 Event classes for --event: load, store, memory, branch, l1d-access, l1d-miss, llc-access,
 llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by another core's
@@ -55,7 +56,8 @@ cache), dram.
 Orders for --sort (largest first; ties by samples): samples, loads, stores, latency (mean load
 latency), p99, exec (mean execution latency), l1d-miss, llc-miss, tlb-walk, mispredicts, remote.")]
 pub struct ReportArgs {
-    /// perf.data with Arm SPE data
+    /// perf.data with Arm SPE data (or a `spelunk record --no-spe` recording: FILE.spelunk.json,
+    /// also found as FILE when FILE does not exist)
     pub file: PathBuf,
 
     /// Print the report as JSON (schema spelunk-report/1) instead of tables
@@ -404,15 +406,83 @@ fn write_html(report: &Report, topdown: Option<&Topdown>, out: &Path) -> anyhow:
     let page = render_html(report, topdown)?;
     spelunk_fsio::write_atomic(out, page.as_bytes())
         .with_context(|| format!("writing {}", out.display()))?;
+    let what = match &report.timelines {
+        Some(t) if !t.spe => "timelines only".to_string(),
+        _ => format!("{} samples", report.recording.samples_selected),
+    };
     eprintln!(
-        "spelunk report: wrote {} ({} samples; open it in a browser, it needs no network)",
-        out.display(),
-        report.recording.samples_selected
+        "spelunk report: wrote {} ({what}; open it in a browser, it needs no network)",
+        out.display()
     );
     Ok(())
 }
 
+/// The sidecar to read when the recording is its timelines alone (`spelunk record --no-spe`):
+/// FILE itself when it is a `.spelunk.json`, or FILE's sidecar when FILE does not exist.
+fn timelines_only_sidecar(file: &Path) -> Option<PathBuf> {
+    if file.to_string_lossy().ends_with(".spelunk.json") {
+        return Some(file.to_path_buf());
+    }
+    let sidecar = Sidecar::path_for(file);
+    (!file.exists() && sidecar.exists()).then_some(sidecar)
+}
+
+/// `spelunk report` of a `--no-spe` recording: the timelines in text, JSON or HTML.
+fn run_timelines_only(args: &ReportArgs, sidecar: &Path) -> anyhow::Result<ExitCode> {
+    if args.c2c || args.symbol.is_some() || args.pc_range.is_some() || args.topdown.is_some() {
+        bail!(
+            "{}: a recording without SPE samples (spelunk record --no-spe) has only its \
+             timelines; --c2c, --symbol, --pc-range and --topdown need samples",
+            sidecar.display()
+        );
+    }
+    let sc = Sidecar::read(sidecar)?;
+    let file = sidecar.display().to_string();
+    let Some(report) = spelunk_analysis::timelines::timelines_report(&sc, &file) else {
+        bail!(
+            "{file}: this sidecar has no timelines (no config.timeline_clock, no capacity), and \
+             a sidecar alone holds no samples: give the perf.data it belongs to"
+        );
+    };
+    if let Some(out) = &args.html {
+        write_html(&report, None, out)?;
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
+        println!("{text}");
+    } else if args.html.is_none() {
+        print!(
+            "{}",
+            render(
+                &report,
+                &TextOptions {
+                    by: HotspotsBy::Function,
+                    rows: args.limit
+                }
+            )
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(sidecar) = timelines_only_sidecar(&args.file) {
+        let inputs = [sidecar.as_path()];
+        crate::common::guard_outputs(
+            &inputs,
+            &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
+        )?;
+        return run_timelines_only(&args, &sidecar);
+    }
+    if !args.file.exists() {
+        bail!(
+            "{}: no such file. A `spelunk record --no-spe` recording is only its sidecar \
+             ({}): `spelunk report` reads it when given FILE.spelunk.json, or FILE when FILE \
+             does not exist and its sidecar does",
+            args.file.display(),
+            Sidecar::path_for(&args.file).display()
+        );
+    }
     let [data, sidecar] = crate::common::recording_inputs(&args.file);
     let mut inputs = vec![data.as_path(), sidecar.as_path()];
     inputs.extend(args.topdown.as_deref());

@@ -3,7 +3,9 @@
 //! configuration and exact ground truth. It sits next to the perf.data as `FILE.spelunk.json`
 //! (docs/sidecar.md), so perf still opens the perf.data and spelunk finds both.
 //!
-//! Times are perf-clock nanoseconds, the same clock as the perf.data's sample times.
+//! Times are perf-clock nanoseconds, the same clock as the perf.data's sample times, except in
+//! the timelines `spelunk record --no-spe` writes: their clock is named by
+//! `config.timeline_clock` (`CLOCK_MONOTONIC`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -56,7 +58,7 @@ pub struct Allocation {
 }
 
 /// A snapshot of counter values (cumulative since the thread's start).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CounterSnapshot {
     /// The thread running when the snapshot was taken (0: none, e.g. the final snapshot).
     pub tid: u32,
@@ -65,8 +67,25 @@ pub struct CounterSnapshot {
     /// Why it was taken: "periodic", "annotation" (at a phase begin/end), "thread-start",
     /// "thread-exit" or "final" (the end of the run; totals are sums of these).
     pub reason: String,
-    /// Values in the order of [`Counters::events`].
+    /// Values in the order of [`Counters::events`]: raw counts, as the kernel read them.
     pub values: Vec<u64>,
+    /// Hardware counters only (empty, and left out of the file, for emulated ones, which count
+    /// all the time): each event's cumulative enabled and running times, in the order of
+    /// [`Counters::events`]. `time_running_ns < time_enabled_ns` means the kernel multiplexed
+    /// the event: it counted only that fraction of the time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub time_enabled_ns: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub time_running_ns: Vec<u64>,
+}
+
+/// An event that was asked for and not counted, and why (the PMU does not implement it, or
+/// there is no PMU). Never recorded as a 0 count.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotCounted {
+    pub code: u32,
+    pub name: String,
+    pub reason: String,
 }
 
 /// PMU counts recorded with the profile.
@@ -77,6 +96,140 @@ pub struct Counters {
     pub timeline: Vec<CounterSnapshot>,
     /// Totals over the run, by event name.
     pub totals: BTreeMap<String, u64>,
+    /// Events asked for and not counted (left out of the file when empty, so sidecars without
+    /// them are unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_counted: Vec<NotCounted>,
+}
+
+/// Mapping classes of resident memory (docs/record.md, "--no-spe").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MappingClass {
+    /// The brk heap (`[heap]`).
+    Heap,
+    /// Anonymous memory that is neither heap nor stack (mmap'd malloc arenas, large blocks).
+    Anon,
+    /// File-backed mappings (binaries, libraries, mapped files, their copied-on-write pages).
+    File,
+    /// The main thread's stack (`[stack]`).
+    Stack,
+}
+
+/// Resident bytes of one NUMA node, per mapping class.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeResident {
+    /// The NUMA node; `None` when the kernel does not say (no NUMA support: smaps).
+    pub node: Option<u32>,
+    pub heap_bytes: u64,
+    pub anon_bytes: u64,
+    pub file_bytes: u64,
+    pub stack_bytes: u64,
+}
+
+impl NodeResident {
+    pub fn bytes(&self, class: MappingClass) -> u64 {
+        match class {
+            MappingClass::Heap => self.heap_bytes,
+            MappingClass::Anon => self.anon_bytes,
+            MappingClass::File => self.file_bytes,
+            MappingClass::Stack => self.stack_bytes,
+        }
+    }
+    pub fn add(&mut self, class: MappingClass, bytes: u64) {
+        let slot = match class {
+            MappingClass::Heap => &mut self.heap_bytes,
+            MappingClass::Anon => &mut self.anon_bytes,
+            MappingClass::File => &mut self.file_bytes,
+            MappingClass::Stack => &mut self.stack_bytes,
+        };
+        *slot = slot.saturating_add(bytes);
+    }
+    pub fn total_bytes(&self) -> u64 {
+        self.heap_bytes
+            .saturating_add(self.anon_bytes)
+            .saturating_add(self.file_bytes)
+            .saturating_add(self.stack_bytes)
+    }
+}
+
+/// Resident memory of the recorded process tree at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapacitySample {
+    pub time_ns: u64,
+    /// Processes of the tree whose memory was read.
+    pub processes: u32,
+    /// Per NUMA node, in node order (nodes with nothing resident are left out).
+    pub nodes: Vec<NodeResident>,
+}
+
+impl CapacitySample {
+    /// The sample's bytes per class summed over its nodes (`node` is `None`).
+    pub fn all_nodes(&self) -> NodeResident {
+        let mut t = NodeResident::default();
+        for n in &self.nodes {
+            for c in MappingClass::ALL {
+                t.add(c, n.bytes(c));
+            }
+        }
+        t
+    }
+}
+
+impl MappingClass {
+    pub const ALL: [MappingClass; 4] = [
+        MappingClass::Heap,
+        MappingClass::Anon,
+        MappingClass::File,
+        MappingClass::Stack,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            MappingClass::Heap => "heap",
+            MappingClass::Anon => "anon",
+            MappingClass::File => "file",
+            MappingClass::Stack => "stack",
+        }
+    }
+}
+
+impl CapacityTimeline {
+    /// Each class's largest resident bytes (summed over nodes) over the samples; the classes
+    /// can peak at different times.
+    pub fn peak_per_class(&self) -> NodeResident {
+        let mut p = NodeResident::default();
+        for s in &self.samples {
+            let t = s.all_nodes();
+            p.heap_bytes = p.heap_bytes.max(t.heap_bytes);
+            p.anon_bytes = p.anon_bytes.max(t.anon_bytes);
+            p.file_bytes = p.file_bytes.max(t.file_bytes);
+            p.stack_bytes = p.stack_bytes.max(t.stack_bytes);
+        }
+        p
+    }
+
+    /// The sample with the most resident bytes in all (the first of equals).
+    pub fn peak_sample(&self) -> Option<&CapacitySample> {
+        self.samples
+            .iter()
+            .fold(None, |best: Option<&CapacitySample>, s| match best {
+                Some(b) if b.all_nodes().total_bytes() >= s.all_nodes().total_bytes() => Some(b),
+                _ => Some(s),
+            })
+    }
+}
+
+/// Temporal capacity: resident memory of the process tree per NUMA node and mapping class,
+/// sampled at an interval ([NMO paper §VI]'s capacity profiling).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapacityTimeline {
+    /// `numa_maps` (per node) or `smaps` (the kernel has no NUMA support: node unknown).
+    pub source: String,
+    pub interval_ns: u64,
+    pub samples: Vec<CapacitySample>,
+    /// What could not be read, said once each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Exact accesses to one annotated object (emulator ground truth).
@@ -120,6 +273,10 @@ pub struct Sidecar {
     /// out of the file, so sidecars without allocations are unchanged).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allocations: Vec<Allocation>,
+    /// Resident memory over time (`spelunk record --no-spe`; absent otherwise, and then left
+    /// out of the file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityTimeline>,
 }
 
 /// Errors reading or writing a sidecar, naming the file.
@@ -231,5 +388,66 @@ mod tests {
         std::fs::write(&p, b"not json").unwrap();
         assert!(matches!(Sidecar::read(&p), Err(SidecarError::Json { .. })));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn timelines_round_trip_and_peaks() {
+        let node = |node, heap_bytes, anon_bytes| NodeResident {
+            node,
+            heap_bytes,
+            anon_bytes,
+            file_bytes: 4096,
+            stack_bytes: 0,
+        };
+        let cap = CapacityTimeline {
+            source: "numa_maps".into(),
+            interval_ns: 100,
+            samples: vec![
+                CapacitySample {
+                    time_ns: 100,
+                    processes: 1,
+                    nodes: vec![node(Some(0), 1000, 0), node(Some(1), 0, 50)],
+                },
+                CapacitySample {
+                    time_ns: 200,
+                    processes: 2,
+                    nodes: vec![node(Some(0), 10, 9000)],
+                },
+            ],
+            notes: vec![],
+        };
+        // Heap peaks in the first sample (1000), anon in the second (9000).
+        let p = cap.peak_per_class();
+        assert_eq!(
+            (p.heap_bytes, p.anon_bytes, p.file_bytes),
+            (1000, 9000, 8192)
+        );
+        assert_eq!(
+            cap.samples[0].all_nodes().total_bytes(),
+            1000 + 50 + 2 * 4096
+        );
+        assert_eq!(cap.peak_sample().map(|s| s.time_ns), Some(200));
+        let mut s = Sidecar::new("timelines");
+        s.capacity = Some(cap);
+        s.counters.not_counted.push(NotCounted {
+            code: 0x19,
+            name: "BUS_ACCESS".into(),
+            reason: "not in events/".into(),
+        });
+        s.counters.timeline.push(CounterSnapshot {
+            time_ns: 5,
+            reason: "final".into(),
+            values: vec![7],
+            time_enabled_ns: vec![10],
+            time_running_ns: vec![5],
+            ..Default::default()
+        });
+        let text = serde_json::to_string(&s).unwrap();
+        assert!(
+            text.contains(r#""capacity":{"source":"numa_maps""#),
+            "{text}"
+        );
+        let back: Sidecar = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, s);
     }
 }

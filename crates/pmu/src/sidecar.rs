@@ -13,7 +13,9 @@
 //! * one phase scope per phase name (`phase triad`): the sum over its instances of the thread's
 //!   core's counts from the begin snapshot to the end snapshot.
 //!
-//! Emulated counters count all the time: every count has a running fraction of 1.
+//! Emulated counters count all the time: every count has a running fraction of 1. Hardware
+//! counters (`spelunk record --no-spe`) carry enabled and running times per event: multiplexed
+//! counts are scaled by enabled/running, as perf scales them, with their running fraction.
 
 use crate::catalog::{self, Catalog, Choice};
 use crate::counts::{EventCount, Measurement};
@@ -222,12 +224,15 @@ pub fn import(
                 let cur = snaps.iter().rev().find(|s| s.time_ns <= t).copied();
                 let values = delta(cur, prev, width)
                     .map_err(|e| err(format!("core {}: {e}", core_name(*core))))?;
-                intervals.push((t as f64 / 1e9, measurement(&columns, &values)));
+                intervals.push((
+                    t as f64 / 1e9,
+                    measurement_between(&columns, cur, prev, &values),
+                ));
                 prev = cur;
             }
             scopes.push(ImportedScope {
                 id: Some(core_name(*core)),
-                total: measurement(&columns, &fin.values),
+                total: measurement_between(&columns, Some(fin), None, &fin.values),
                 intervals,
                 notes: Vec::new(),
             });
@@ -361,6 +366,47 @@ fn measurement(columns: &[Column], values: &[u64]) -> Measurement {
             .filter_map(|c| {
                 let v = *values.get(c.index)?;
                 Some((c.name.clone(), EventCount::counted(v as f64, Some(1.0))))
+            })
+            .collect(),
+    )
+}
+
+/// The counts `values` between snapshots `prev` (None: the start) and `cur`. Hardware counters
+/// (`spelunk record --no-spe`) carry each event's enabled and running times: a count is then
+/// scaled by Δenabled / Δrunning as perf does, with its running fraction, and one that never
+/// ran is "not counted". Emulated counters have no times and counted all the time.
+fn measurement_between(
+    columns: &[Column],
+    cur: Option<&CounterSnapshot>,
+    prev: Option<&CounterSnapshot>,
+    values: &[u64],
+) -> Measurement {
+    let times = |s: Option<&CounterSnapshot>, i: usize| -> Option<(u64, u64)> {
+        match s {
+            None => Some((0, 0)),
+            Some(s) => Some((*s.time_enabled_ns.get(i)?, *s.time_running_ns.get(i)?)),
+        }
+    };
+    if cur.is_none_or(|c| c.time_enabled_ns.is_empty()) {
+        return measurement(columns, values);
+    }
+    Measurement::single(
+        columns
+            .iter()
+            .filter_map(|c| {
+                let v = *values.get(c.index)?;
+                let count = match (times(cur, c.index), times(prev, c.index)) {
+                    (Some((en, run)), Some((en0, run0))) => {
+                        let (den, drun) = (en.saturating_sub(en0), run.saturating_sub(run0));
+                        if den == drun {
+                            EventCount::counted(v as f64, Some(1.0))
+                        } else {
+                            EventCount::from_raw(v, den, drun)
+                        }
+                    }
+                    _ => EventCount::counted(v as f64, None),
+                };
+                Some((c.name.clone(), count))
             })
             .collect(),
     )

@@ -377,3 +377,53 @@ fn damaged_or_incomplete_sidecars_are_refused_with_the_file_named() {
         .to_string();
     assert!(e.contains("bad.json") && e.contains("--cpu"), "{e}");
 }
+
+/// A `spelunk record --no-spe` sidecar: one process-wide "core" (cpu null), raw counts with
+/// enabled/running times. L1D_CACHE_REFILL ran 50 of 100 ms in the first interval and 25 of
+/// 100 ms in the second; the others all the time.
+///
+/// | column           | at 100 ms (raw) | final, 200 ms (raw) | total (scaled)          | interval 2 (scaled)     |
+/// |------------------|----------------:|--------------------:|------------------------:|------------------------:|
+/// | CPU_CYCLES       |            1000 |                3000 | 3000                    | 2000                    |
+/// | L1D_CACHE_REFILL |              40 |                  60 | 60 x 200 / 75 = 160     | 20 x 100 / 25 = 80      |
+#[test]
+fn hardware_counters_are_scaled_by_their_running_time() {
+    let sc = sidecar(json!({
+        "schema": "spelunk-sidecar/1",
+        "source": "timelines",
+        "command": ["./app"],
+        "config": {"midr": "0x413fd0c1", "timeline_clock": "CLOCK_MONOTONIC"},
+        "counters": {
+            "events": [[17, "CPU_CYCLES"], [3, "L1D_CACHE_REFILL"]],
+            "timeline": [
+                {"tid": 0, "cpu": null, "time_ns": 100, "reason": "periodic", "values": [1000, 40],
+                 "time_enabled_ns": [100, 100], "time_running_ns": [100, 50]},
+                {"tid": 0, "cpu": null, "time_ns": 200, "reason": "final", "values": [3000, 60],
+                 "time_enabled_ns": [200, 200], "time_running_ns": [200, 75]}
+            ],
+            "totals": {"CPU_CYCLES": 3000, "L1D_CACHE_REFILL": 60}
+        }
+    }));
+    let choice = sidecar::catalog_for(&sc, "t.json").unwrap();
+    let imp = sidecar::import(
+        &sc,
+        "t.json",
+        &choice.catalog,
+        SidecarImport {
+            interval_ns: Some(100),
+        },
+    )
+    .unwrap();
+    let s = &imp.scopes[0];
+    let refill = s.total.first("L1D_CACHE_REFILL").unwrap();
+    assert_eq!(refill.value, Some(160.0));
+    assert_eq!(refill.running_fraction, Some(0.375));
+    let cycles = s.total.first("CPU_CYCLES").unwrap();
+    assert_eq!(
+        (cycles.value, cycles.running_fraction),
+        (Some(3000.0), Some(1.0))
+    );
+    let second = &s.intervals[1].1;
+    assert_eq!(second.first("L1D_CACHE_REFILL").unwrap().value, Some(80.0));
+    assert_eq!(second.first("CPU_CYCLES").unwrap().value, Some(2000.0));
+}

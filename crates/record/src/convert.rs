@@ -578,6 +578,7 @@ fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64
                     .iter()
                     .map(|&i| c.values.get(i).copied().unwrap_or(0))
                     .collect(),
+                ..Default::default()
             });
             if c.reason == SnapshotReason::Final {
                 for (i, d) in schema.iter().enumerate() {

@@ -6,12 +6,15 @@
 //!   PMU and its AUX area;
 //! - [`emulator`]: the program runs under spelunk's Valgrind tool, which models a Neoverse N1
 //!   and samples its operations the way SPE does; [`convert`] turns the tool's trace into what
-//!   a hardware recording would have been.
+//!   a hardware recording would have been;
+//! - [`timeline`]: resident memory per NUMA node and PMU counters of the process tree over
+//!   time, on any machine (`spelunk record --no-spe` records them alone).
 
 pub mod convert;
 pub mod emulator;
 pub mod hardware;
 pub mod runtime_log;
+pub mod timeline;
 
 pub use convert::{convert, Conversion, ConvertError};
 pub use emulator::{EmulatedRun, EmulatorError, EmulatorInstall, EmulatorOptions};

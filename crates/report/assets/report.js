@@ -731,6 +731,85 @@
     });
   }
 
+  // ---------- timelines: resident memory and PMU-derived rates over time (docs/report.md)
+  function renderTimelines() {
+    const T = R && R.timelines;
+    if (!T) return;
+    const s = section('timelines-section', 'Memory and counters over time',
+      'The process tree of ' + (T.command.join(' ') || 'the command') + ' sampled while it ran: time since the command\'s start (' + T.clock + '). ' +
+      (T.spe ? '' : 'Recorded with --no-spe: no SPE samples, only these timelines. ') + 'Drag to zoom, double-click to reset, click a legend entry to hide it.');
+    const MIB = 1024 * 1024;
+    const phaseColours = ['rgba(78,121,167,0.10)', 'rgba(242,142,43,0.10)', 'rgba(89,161,79,0.10)', 'rgba(176,122,161,0.10)'];
+    // Phase instances (on the timelines' clock) as bands behind a chart whose x is seconds.
+    const bands = (holder) => (u) => {
+      const spans = T.phases || [];
+      const names = [...new Set(spans.map((p) => p.name))];
+      const ctx = u.ctx;
+      spans.forEach((ph) => {
+        const x0 = u.valToPos(ph.start_ns / 1e9, 'x', true), x1 = u.valToPos(ph.end_ns / 1e9, 'x', true);
+        const l = Math.max(u.bbox.left, Math.min(x0, x1)), r = Math.min(u.bbox.left + u.bbox.width, Math.max(x0, x1));
+        if (r <= l) return;
+        ctx.save();
+        ctx.fillStyle = phaseColours[names.indexOf(ph.name) % phaseColours.length];
+        ctx.fillRect(l, u.bbox.top, r - l, u.bbox.height);
+        ctx.fillStyle = '#3a4355';
+        ctx.font = (12 * uPlot.pxRatio) + 'px system-ui, sans-serif';
+        ctx.fillText(ph.name, l + 4 * uPlot.pxRatio, u.bbox.top + 14 * uPlot.pxRatio, Math.max(0, r - l - 8 * uPlot.pxRatio));
+        ctx.restore();
+      });
+      holder.setAttribute('data-phase-bands', String(spans.length));
+    };
+    const chart = (id, title, yLabel, xs, series) => {
+      const holder = h('div', { class: 'plot', id, 'data-points': String(xs.length) });
+      s.append(h('h3', { text: title }), holder);
+      charts.push(() => {
+        window.spelunk.charts[id] = new uPlot({
+          width: Math.max(400, holder.clientWidth), height: 260,
+          scales: { x: { time: false } },
+          axes: [{ label: 'time since the command\'s start (s)' }, { label: yLabel, size: 70 }],
+          series: [{ label: 't (s)', value: (u, v) => (v === null ? '-' : fixed(v, 3)) }].concat(series.map((se, i) => ({
+            label: se.label, stroke: PALETTE[i % PALETTE.length], width: 1.5, value: (u, v) => (v === null || v === undefined ? '-' : fixed(v, 1)),
+          }))),
+          hooks: { drawClear: [bands(holder)] },
+        }, [xs].concat(series.map((se) => se.values)), holder);
+      });
+    };
+    const cap = T.capacity;
+    if (cap) {
+      const xs = cap.points.map((p) => p.t_ns / 1e9);
+      const classes = ['heap', 'anon', 'file', 'stack', 'total'];
+      const series = classes.map((c) => ({ label: c + ' (MiB)', values: cap.points.map((p) => p.all_nodes[c + '_bytes'] / MIB) }));
+      if (cap.nodes.length > 1) {
+        cap.nodes.forEach((n, k) => series.push({ label: 'node ' + (n === null ? '?' : n) + ' total (MiB)', values: cap.points.map((p) => p.nodes[k].total_bytes / MIB) }));
+      }
+      chart('capacity-plot', 'Resident memory (from /proc/PID/' + cap.source + ', every ' + fixed(cap.interval_ns / 1e6, 0) + ' ms)', 'MiB', xs, series);
+      const pk = cap.peak;
+      s.append(h('p', { class: 'note', id: 'capacity-peaks', text: 'Peaks per class (each at its own time): heap ' + fixed(pk.heap_bytes / MIB, 1) + ' MiB, anon ' + fixed(pk.anon_bytes / MIB, 1) +
+        ' MiB, file ' + fixed(pk.file_bytes / MIB, 1) + ' MiB, stack ' + fixed(pk.stack_bytes / MIB, 1) + ' MiB; largest total ' + fixed(pk.total_bytes / MIB, 1) + ' MiB' +
+        (cap.peak_t_ns !== null ? ' at ' + fmt.ns(cap.peak_t_ns) : '') + '.' }));
+      cap.notes.forEach((n) => s.append(h('p', { class: 'note', text: 'note: ' + n })));
+    }
+    const C = T.counters;
+    if (C) {
+      const xs = C.intervals.map((iv) => iv.end_ns / 1e9);
+      C.derived.forEach((d, k) => {
+        const div = d.unit === 'bytes/s' || d.unit === 'beats/s' ? 1e6 : 1;
+        const unit = d.unit === 'bytes/s' ? 'MB/s' : d.unit === 'beats/s' ? 'M beats/s' : d.unit;
+        chart('counters-plot-' + d.name, d.name + ' = ' + d.formula, unit, xs, [{ label: d.name + ' (' + unit + ')', values: C.intervals.map((iv) => (iv.rates[k] === null ? null : iv.rates[k] / div)) }]);
+        s.append(h('p', { class: 'note', text: d.source }));
+      });
+      if (C.events.length) {
+        s.append(h('p', { class: 'note', id: 'counters-counted', text: 'Counted (' + [C.pmu, C.scope, C.grouping].filter((x) => x).join('; ') + '): ' +
+          C.events.map((e) => e.name + (e.running_fraction !== null && e.running_fraction < 1 ? ' (counted ' + fixed(100 * e.running_fraction, 0) + '% of the time; scaled)' : '')).join(', ') }));
+      }
+      if (C.not_counted.length) {
+        s.append(h('div', { class: 'warnbox', id: 'counters-not-counted' }, h('b', { text: 'Not counted (never shown as 0): ' }),
+          h('ul', null, C.not_counted.map((n) => h('li', { text: n.name + ' (0x' + n.code.toString(16) + '): ' + n.reason })))));
+      }
+      C.notes.forEach((n) => s.append(h('p', { class: 'note', text: 'note: ' + n })));
+    }
+  }
+
   // ---------- top-down
   function renderTopdown() {
     if (!TD) return;
@@ -799,8 +878,10 @@
   // ---------- go
   const charts = [];
   window.spelunk = { data: DATA, fmt, charts: {}, ready: false };
-  const lossItems = renderLosses();
-  if (R) {
+  // A --no-spe recording is its timelines alone: no samples, so no sample sections.
+  const spe = !(R && R.timelines && !R.timelines.spe);
+  const lossItems = spe ? renderLosses() : null;
+  if (R && spe) {
     renderSummary(lossItems);
     renderHotspots();
     renderDataSources();
@@ -808,7 +889,8 @@
     renderPhases();
   }
   renderC2c();
-  if (R) renderTimeline();
+  if (R && spe) renderTimeline();
+  renderTimelines();
   renderTopdown();
   // Charts are built once the layout exists (their width comes from it).
   for (const make of charts) make();

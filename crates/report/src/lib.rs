@@ -12,6 +12,7 @@ pub mod spe_tables;
 pub mod summary;
 pub mod table;
 pub mod text;
+pub mod timelines_text;
 
 pub use spe_tables::{SpeTable, SpeTableWriter};
 pub use spelunk_spe::{CpuInterpretation, Interpretation};

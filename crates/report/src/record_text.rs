@@ -1,6 +1,9 @@
-//! `spelunk record`'s closing summary for a hardware recording: samples, AUX bytes and every
-//! kind of loss, per CPU, with what to change when something was lost.
+//! `spelunk record`'s closing summaries: for a hardware recording, samples, AUX bytes and every
+//! kind of loss, per CPU, with what to change when something was lost; for `--no-spe`, the
+//! timelines' samples, peak resident memory and which counters were counted.
 
+use crate::timelines_text::{mib, not_counted_lines};
+use spelunk_record::timeline::TimelineRecording;
 use spelunk_record::HardwareRecording;
 use std::fmt::Write;
 use std::time::Duration;
@@ -126,6 +129,95 @@ pub fn hardware_summary(r: &HardwareRecording, wall: Duration) -> String {
         "spelunk record: wrote {} and {}",
         r.perf_data.display(),
         r.sidecar.display()
+    );
+    o
+}
+
+/// The summary printed on stderr at the end of `spelunk record --no-spe`.
+pub fn timelines_summary(r: &TimelineRecording, wall: Duration) -> String {
+    let mut o = String::new();
+    let sc = &r.sidecar;
+    let status = match (
+        r.exit_status.code(),
+        std::os::unix::process::ExitStatusExt::signal(&r.exit_status),
+    ) {
+        (Some(c), _) => format!("the command exited with status {c}"),
+        (None, Some(sig)) => format!("the command was killed by signal {sig}"),
+        _ => "the command ended".into(),
+    };
+    let samples = r.capacity().map_or(0, |c| c.samples.len());
+    let _ = writeln!(
+        o,
+        "spelunk record: {samples} sample(s), one every {} ms, over {:.2} s; {status}",
+        r.interval_ns as f64 / 1e6,
+        wall.as_secs_f64()
+    );
+    if let Some(cap) = r.capacity() {
+        let p = cap.peak_per_class();
+        let _ = writeln!(
+            o,
+            "  peak resident memory of the process tree ({}), each class at its own peak: heap \
+             {}, anon {}, file {}, stack {}",
+            cap.source,
+            mib(p.heap_bytes),
+            mib(p.anon_bytes),
+            mib(p.file_bytes),
+            mib(p.stack_bytes)
+        );
+        if let Some(s) = cap.peak_sample() {
+            let nodes: Vec<String> = s
+                .nodes
+                .iter()
+                .map(|n| match n.node {
+                    Some(id) => format!("node {id} {}", mib(n.total_bytes())),
+                    None => format!("node unknown {}", mib(n.total_bytes())),
+                })
+                .collect();
+            let _ = writeln!(
+                o,
+                "  largest total {} at {:.3} s ({} process(es); {})",
+                mib(s.all_nodes().total_bytes()),
+                s.time_ns.saturating_sub(r.start_ns) as f64 / 1e9,
+                s.processes,
+                nodes.join(", ")
+            );
+        }
+    }
+    let c = &sc.counters;
+    if !c.events.is_empty() {
+        let names: Vec<&str> = c.events.iter().map(|(_, n)| n.as_str()).collect();
+        let setup = ["counters_pmu", "counters_scope", "counters_grouping"]
+            .iter()
+            .filter_map(|k| sc.config.get(*k).and_then(|v| v.as_str()))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let _ = writeln!(o, "  counted ({setup}): {}", names.join(", "));
+        if let Some(fin) = c.timeline.iter().rev().find(|s| s.reason == "final") {
+            let mux: Vec<String> = names
+                .iter()
+                .zip(fin.time_enabled_ns.iter().zip(&fin.time_running_ns))
+                .filter(|(_, (en, run))| run < en)
+                .map(|(n, (en, run))| {
+                    format!("{n} ({:.0}% of the time)", 100.0 * *run as f64 / *en as f64)
+                })
+                .collect();
+            if !mux.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "  multiplexed (counted part of the time; the report scales them): {}",
+                    mux.join(", ")
+                );
+            }
+        }
+    }
+    for line in not_counted_lines(&c.not_counted) {
+        let _ = writeln!(o, "  {line}");
+    }
+    let _ = writeln!(
+        o,
+        "spelunk record: wrote {} (no perf.data); `spelunk report {}` shows the timelines",
+        r.sidecar_path.display(),
+        r.sidecar_path.display()
     );
     o
 }

@@ -30,25 +30,33 @@ impl Default for TextOptions {
 }
 
 /// A plain text table with right-aligned numeric columns.
-struct Table {
-    header: Vec<&'static str>,
+pub(crate) struct Table {
+    header: Vec<String>,
     /// Columns aligned left (text); the others are aligned right.
     left: Vec<bool>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(cols: &[(&'static str, bool)]) -> Table {
+    pub(crate) fn new(cols: &[(&str, bool)]) -> Table {
         Table {
-            header: cols.iter().map(|c| c.0).collect(),
+            header: cols.iter().map(|c| c.0.to_string()).collect(),
             left: cols.iter().map(|c| c.1).collect(),
             rows: Vec::new(),
         }
     }
-    fn row(&mut self, r: Vec<String>) {
+    /// A table of right-aligned (numeric) columns.
+    pub(crate) fn numeric(header: Vec<String>) -> Table {
+        Table {
+            left: vec![false; header.len()],
+            header,
+            rows: Vec::new(),
+        }
+    }
+    pub(crate) fn row(&mut self, r: Vec<String>) {
         self.rows.push(r);
     }
-    fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
         for r in &self.rows {
             for (i, c) in r.iter().enumerate() {
@@ -77,7 +85,7 @@ impl Table {
             }
             let _ = writeln!(out, "  {}", s.trim_end());
         };
-        line(self.header.clone(), out);
+        line(self.header.iter().map(|h| h.as_str()).collect(), out);
         for r in &self.rows {
             line(r.iter().map(|c| c.as_str()).collect(), out);
         }
@@ -178,6 +186,9 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out
 }
 
 pub fn render(r: &Report, opt: &TextOptions) -> String {
+    if let Some(t) = r.timelines.as_ref().filter(|t| !t.spe) {
+        return crate::timelines_text::render_only(&r.recording.file, t, opt.rows);
+    }
     let mut o = String::new();
     let rec = &r.recording;
     let _ = writeln!(o, "spelunk report: {}", rec.file);
@@ -456,6 +467,9 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
             ]);
         }
         tb.render(&mut o);
+    }
+    if let Some(t) = &r.timelines {
+        o.push_str(&crate::timelines_text::render(t, opt.rows));
     }
     o
 }
