@@ -140,6 +140,9 @@ if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ] && [[ "${SPELUNK_VM_APPEND:-}" != *spe
     tests/vm/check_record.py "$out/$name.data" $(cat "$out/$name.expect") \
       || { echo "arm64-vm: $name.data does not hold what the stub wrote" >&2; exit 1; }
   done
+  echo "== spelunk record --no-spe's timelines (target/vm/out/ns.sidecar.json)"
+  tests/vm/check_nospe.py "$out/ns.sidecar.json" \
+    || { echo "arm64-vm: the --no-spe timelines are wrong" >&2; exit 1; }
   echo "== the runtime's phases on the samples' clock (target/vm/out/ph.json)"
   tests/vm/check_phases.py "$out/ph.json" "$out/ph.sidecar.json" \
     || { echo "arm64-vm: the runtime's phases are not on the samples' clock" >&2; exit 1; }

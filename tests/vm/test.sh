@@ -59,6 +59,15 @@ if [ -x /spelunk ]; then
     || bad "spelunk check does not name the Neoverse N1"
   grep -Eq '^  SPE +none' /tmp/check.txt && ok "spelunk check says no SPE" || bad "spelunk check does not say no SPE"
   grep -Eq '^  spe-record +NO ' /tmp/check.txt && ok "spelunk check: spe-record NO" || bad "spelunk check: spe-record not NO"
+  # No SPE: spelunk record --no-spe records the timelines (capacity from numa_maps, counters
+  # through armv8_pmuv3) with the runtime's phases; the host checks them (check_nospe.py).
+  /spelunk record --no-spe --capacity-interval 5 -o /tmp/ns.data -- /phases > /tmp/ns.txt 2>&1; rc=$?
+  cat /tmp/ns.txt
+  [ $rc = 0 ] && ok "spelunk record --no-spe ran" || bad "spelunk record --no-spe exit $rc"
+  vm_export /tmp/ns.data.spelunk.json ns.sidecar.json
+  /spelunk report /tmp/ns.data > /tmp/ns-report.txt 2>&1 && ok "spelunk report reads the --no-spe sidecar" \
+    || { cat /tmp/ns-report.txt; bad "spelunk report of the --no-spe recording"; }
+  head -n 30 /tmp/ns-report.txt
 else
   echo "skip spelunk topdown (no /spelunk in the initramfs)"
   /workload && ok "workload ran" || bad "workload failed"

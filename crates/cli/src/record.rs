@@ -446,7 +446,21 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
             }),
         },
     };
+    let runtime = if args.no_runtime {
+        None
+    } else {
+        match spelunk_record::runtime_log::locate_runtime() {
+            Ok(lib) => Some(lib),
+            Err(why) => {
+                eprintln!(
+                    "spelunk record: note: {why}: recording without include/spelunk.h phases"
+                );
+                None
+            }
+        }
+    };
     let options = TimelineOptions {
+        runtime,
         interval_ns,
         proc_root: PathBuf::from("/proc"),
         pmu,

@@ -19,6 +19,7 @@
 //!   it is disabled and enabled again at once. TRUNCATED, PARTIAL and COLLISION are counted
 //!   per CPU.
 
+use crate::timeline::monotonic_ns;
 use spelunk_perf::ring::{EventFd, MappedRing, RingRecord};
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_perf::spe_pmu::{ConfigWord, SpePmu};
@@ -226,7 +227,8 @@ pub fn choose_pmu(sysfs: &Path, name: Option<&str>) -> Result<SpePmu, HardwareEr
             "this machine has no SPE PMU (no /sys/bus/event_source/devices/arm_spe_*). SPE \
              needs Arm metal (not a VM), a kernel with the arm_spe_pmu driver loaded \
              (`modprobe arm_spe_pmu`) and, on some cores, `kpti=off`; `spelunk check` says \
-             which. Record under the emulator with `spelunk record --emulate -- CMD`"
+             which. Record under the emulator with `spelunk record --emulate -- CMD`, or only \
+             resident memory and PMU counters over time with `spelunk record --no-spe -- CMD`"
                 .into(),
         ));
     }
@@ -565,16 +567,6 @@ fn perf_counter() -> Option<u64> {
     None
 }
 
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime fills a struct we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// perf time minus CLOCK_MONOTONIC, now: the counter read between two monotonic reads and
 /// converted with the kernel's own conversion. The runtime's logs are in CLOCK_MONOTONIC.
 fn perf_minus_monotonic_ns(tc: &TimeConv) -> Option<i64> {
@@ -586,31 +578,6 @@ fn perf_minus_monotonic_ns(tc: &TimeConv) -> Option<i64> {
     let b = monotonic_ns();
     let perf = tc.tsc_to_perf_time(c);
     Some(perf as i64 - (a / 2 + b / 2) as i64)
-}
-
-/// Where the runtime's logs of one recording go: a fresh private directory in the temporary
-/// directory, else next to the output.
-fn runtime_log_dir(output: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let next_to_output = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut last = std::io::Error::other("no free name for the runtime's log directory");
-    for base in [std::env::temp_dir(), next_to_output] {
-        for n in 0..100u32 {
-            let d = base.join(format!(".spelunk-rt-{}-{n}", std::process::id()));
-            match std::fs::DirBuilder::new().mode(0o700).create(&d) {
-                Ok(()) => return Ok(d),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    last = e;
-                    break;
-                }
-            }
-        }
-    }
-    Err(last)
 }
 
 /// User + system CPU time of this process so far (getrusage RUSAGE_SELF).
@@ -834,20 +801,9 @@ pub fn record(
     let mut runtime_env = Vec::new();
     let mut runtime_dir = None;
     if let (Some(lib), true) = (&o.runtime, has_command) {
-        match runtime_log_dir(output) {
+        match crate::runtime_log::private_log_dir(output) {
             Ok(dir) => {
-                let preload = match std::env::var("LD_PRELOAD") {
-                    Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
-                    _ => lib.display().to_string(),
-                };
-                runtime_env = vec![
-                    ("LD_PRELOAD".to_string(), preload),
-                    ("SPELUNK_ENABLE".to_string(), "1".to_string()),
-                    (
-                        "SPELUNK_OUTPUT".to_string(),
-                        dir.join("log").display().to_string(),
-                    ),
-                ];
+                runtime_env = crate::runtime_log::preload_env(lib, &dir);
                 runtime_dir = Some(dir);
             }
             Err(e) => warnings.push(format!(

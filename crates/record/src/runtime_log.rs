@@ -593,6 +593,48 @@ pub fn locate_runtime() -> Result<PathBuf, String> {
         })
 }
 
+/// Where the runtime's logs of one recording go (`DIR/log.rt.*`): a fresh private directory in the temporary
+/// directory, else next to the output.
+pub fn private_log_dir(output: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let next_to_output = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut last = std::io::Error::other("no free name for the runtime's log directory");
+    for base in [std::env::temp_dir(), next_to_output] {
+        for n in 0..100u32 {
+            let d = base.join(format!(".spelunk-rt-{}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&d) {
+                Ok(()) => return Ok(d),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    last = e;
+                    break;
+                }
+            }
+        }
+    }
+    Err(last)
+}
+
+/// The environment that makes a command load the runtime `lib` and log into `dir` (an
+/// `LD_PRELOAD` of the caller's own is kept, after ours).
+pub fn preload_env(lib: &Path, dir: &Path) -> Vec<(String, String)> {
+    let preload = match std::env::var("LD_PRELOAD") {
+        Ok(p) if !p.is_empty() => format!("{}:{p}", lib.display()),
+        _ => lib.display().to_string(),
+    };
+    vec![
+        ("LD_PRELOAD".to_string(), preload),
+        ("SPELUNK_ENABLE".to_string(), "1".to_string()),
+        (
+            "SPELUNK_OUTPUT".to_string(),
+            dir.join("log").display().to_string(),
+        ),
+    ]
+}
+
 /// What [`merge_logs`] took from the runtime's logs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MergeSummary {

@@ -797,6 +797,9 @@ pub struct TimelineOptions {
     /// The cache line size (sysfs `coherency_line_size`), for the report's bandwidth; `None`
     /// when unknown.
     pub line_bytes: Option<u64>,
+    /// `libspelunk.so` to preload: its phases, objects and heap blocks join the sidecar on the
+    /// timelines' clock (both CLOCK_MONOTONIC).
+    pub runtime: Option<PathBuf>,
 }
 
 /// What a timelines recording wrote and saw.
@@ -811,6 +814,8 @@ pub struct TimelineRecording {
     pub exit_status: std::process::ExitStatus,
     /// Things the user should know, one line each (also in the sidecar).
     pub warnings: Vec<String>,
+    /// What the preloaded runtime's logs added.
+    pub runtime: Option<crate::runtime_log::MergeSummary>,
 }
 
 impl TimelineRecording {
@@ -849,7 +854,22 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
 ) -> Result<TimelineRecording, TimelineError> {
     let io_err = |what: String| move |source: io::Error| TimelineError::Io { what, source };
     let program = command.first().cloned().unwrap_or_default();
-    let mut child = StoppedChild::spawn(command).map_err(io_err(format!("starting {program}")))?;
+    let mut runtime_dir = None;
+    let mut env = Vec::new();
+    let mut warnings = Vec::new();
+    if let Some(lib) = &o.runtime {
+        match crate::runtime_log::private_log_dir(sidecar_path) {
+            Ok(dir) => {
+                env = crate::runtime_log::preload_env(lib, &dir);
+                runtime_dir = Some(dir);
+            }
+            Err(e) => warnings.push(format!(
+                "no directory for the runtime's logs ({e}): recording without the runtime"
+            )),
+        }
+    }
+    let mut child =
+        StoppedChild::spawn_env(command, &env).map_err(io_err(format!("starting {program}")))?;
     let plan = CounterPlan::new(&o.pmu);
     let mut counters = CounterRecorder::open(sys, &plan, child.pid());
     let mut capacity = CapacitySampler::new(&o.proc_root, child.pid(), o.interval_ns);
@@ -912,7 +932,14 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         );
     }
     sc.counters = c;
-    let mut warnings = Vec::new();
+    let mut runtime = None;
+    if let Some(dir) = &runtime_dir {
+        let m = crate::runtime_log::merge_logs(&dir.join("log"), 0, monotonic_ns(), &mut sc);
+        sc.config
+            .insert("phases_clock".into(), TIMELINE_CLOCK.into());
+        let _ = std::fs::remove_dir_all(dir);
+        runtime = Some(m);
+    }
     if let Some(f) = failed {
         warnings.push(f.clone());
         config_note(&mut sc, f);
@@ -928,6 +955,7 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         sidecar: sc,
         exit_status: status,
         warnings,
+        runtime,
     })
 }
 
@@ -1279,6 +1307,7 @@ Rss:                  16 kB
                 listed: DEFAULT_EVENTS.iter().map(|(c, _)| *c).collect(),
             }),
             line_bytes: Some(64),
+            runtime: None,
         };
         let cmd: Vec<String> = ["sh", "-c", "sleep 0.1; exit 7"].map(String::from).to_vec();
         let rec = record_timelines(&sim, &o, &cmd, &path).unwrap();

@@ -104,26 +104,7 @@ pub fn hardware_summary(r: &HardwareRecording, wall: Duration) -> String {
              --period operations of the selected types, or the filters excluded every one)"
         );
     }
-    if let Some(m) = r.runtime.as_ref().filter(|m| m.logs == 0) {
-        let _ = writeln!(
-            o,
-            "spelunk record: the command did not load the runtime (a statically linked program \
-             ignores LD_PRELOAD): no include/spelunk.h phases or heap blocks"
-        );
-        for p in &m.problems {
-            let _ = writeln!(o, "spelunk record: runtime: {p}");
-        }
-    } else if let Some(m) = &r.runtime {
-        let _ = writeln!(
-            o,
-            "spelunk record: the runtime logged {} phase(s), {} named object(s) and {} heap \
-             block(s) from {} process(es)",
-            m.phases, m.objects, m.allocations, m.logs
-        );
-        for p in &m.problems {
-            let _ = writeln!(o, "spelunk record: runtime: {p}");
-        }
-    }
+    runtime_lines(&mut o, r.runtime.as_ref());
     let _ = writeln!(
         o,
         "spelunk record: wrote {} and {}",
@@ -219,5 +200,30 @@ pub fn timelines_summary(r: &TimelineRecording, wall: Duration) -> String {
         r.sidecar_path.display(),
         r.sidecar_path.display()
     );
+    runtime_lines(&mut o, r.runtime.as_ref());
     o
+}
+
+/// What the preloaded runtime added, or that the command did not load it.
+fn runtime_lines(o: &mut String, runtime: Option<&spelunk_record::runtime_log::MergeSummary>) {
+    let Some(m) = runtime else {
+        return;
+    };
+    if m.logs == 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: the command did not load the runtime (a statically linked program \
+             ignores LD_PRELOAD): no include/spelunk.h phases or heap blocks"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "spelunk record: the runtime logged {} phase(s), {} named object(s) and {} heap \
+             block(s) from {} process(es)",
+            m.phases, m.objects, m.allocations, m.logs
+        );
+    }
+    for p in &m.problems {
+        let _ = writeln!(o, "spelunk record: runtime: {p}");
+    }
 }
