@@ -144,7 +144,7 @@ if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ] && [[ "${SPELUNK_VM_APPEND:-}" != *spe
   tests/vm/check_nospe.py "$out/ns.sidecar.json" \
     || { echo "arm64-vm: the --no-spe timelines are wrong" >&2; exit 1; }
   echo "== the runtime's phases on the samples' clock (target/vm/out/ph.json)"
-  tests/vm/check_phases.py "$out/ph.json" "$out/ph.sidecar.json" \
+  tests/vm/check_phases.py "$out/ph.json" "$out/ph.sidecar.json" "$out/pt.sidecar.json" \
     || { echo "arm64-vm: the runtime's phases are not on the samples' clock" >&2; exit 1; }
 fi
 echo "arm64-vm: all checks passed"

@@ -9,7 +9,10 @@ samples, give or take the ticks at its edges (a tick writes 8 at once) -- a phas
 even a millisecond would be 40 samples off. Durations come from the sidecar (the runtime's own
 clock); sample counts from `spelunk report --json`.
 
-Usage: check_phases.py REPORT_JSON SIDECAR_JSON
+A second recording of the same program with resident memory and counters every 5 ms
+(TIMELINES_SIDECAR_JSON) must have its timelines on the same (perf) clock as its phases.
+
+Usage: check_phases.py REPORT_JSON SIDECAR_JSON TIMELINES_SIDECAR_JSON
 """
 import json
 import sys
@@ -40,6 +43,19 @@ def main():
         # Two partial ticks at the edges (8 each) and 2 % for the timer's rounding.
         check(abs(got - want) <= 16 + 0.02 * want,
               f"phase {name}: {got} samples in {dur / 1e6:.2f} ms, stub rate gives {want:.0f}")
+    sidecar = json.load(open(sys.argv[3]))
+    # The timelines recorded with the samples are on the samples' clock too: resident memory
+    # sampled every 5 ms spans the phases, and the counters count IPC 1 (-icount).
+    cfg = sidecar.get("config", {})
+    check(cfg.get("timeline_clock") == "perf" and cfg.get("phases_clock") == "perf",
+          "timelines and phases are on the perf clock")
+    cap = (sidecar.get("capacity") or {}).get("samples", [])
+    t0, t1 = min(p["start_ns"] for p in sidecar["phases"]), max(p["end_ns"] for p in sidecar["phases"])
+    inside = [s for s in cap if t0 <= s["time_ns"] <= t1]
+    check(len(inside) >= 5, f"{len(inside)} resident-memory samples fall inside the phases ({len(cap)} in all)")
+    totals = sidecar.get("counters", {}).get("totals", {})
+    cyc, ins = totals.get("CPU_CYCLES", 0), totals.get("INST_RETIRED", 0)
+    check(cyc > 0 and abs(ins - cyc) <= 0.001 * cyc, f"counters: INST_RETIRED {ins} = CPU_CYCLES {cyc}")
     sys.exit(1 if fails else 0)
 
 

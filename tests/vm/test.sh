@@ -140,6 +140,11 @@ if [ -f /spe_stub.ko ]; then
     /spelunk report /tmp/ph.data --json > /tmp/ph.json 2>/tmp/ph-report.err || { cat /tmp/ph-report.err; bad "report ph.data"; }
     vm_export /tmp/ph.json ph.json
     vm_export /tmp/ph.data.spelunk.json ph.sidecar.json
+    # With resident memory and counters every 5 ms (the reader then takes CPU time from the
+    # program on this one-CPU VM, so the phases stretch: a separate recording).
+    /spelunk record --capacity-interval 5 -o /tmp/pt.data -- /phases > /tmp/pt.txt 2>&1 \
+      && ok "spelunk record with timelines" || { cat /tmp/pt.txt; bad "spelunk record with timelines"; }
+    vm_export /tmp/pt.data.spelunk.json pt.sidecar.json
     # What goes wrong, said clearly. SPE has one user per CPU: while a system-wide recording
     # holds CPU 0, a second recording must fail with EBUSY's reason.
     /spelunk record -a -o /tmp/hold.data -- /workload > /tmp/hold.txt 2>&1 &

@@ -136,9 +136,9 @@ pub struct RecordArgs {
     ])]
     pub no_spe: bool,
 
-    /// With --no-spe: sample resident memory and the counters every MS milliseconds
-    /// [default: 100]
-    #[arg(long, value_name = "MS", requires = "no_spe")]
+    /// Sample the command's resident memory and PMU counters every MS milliseconds (hardware
+    /// SPE and --no-spe; the emulator keeps its own counter timeline) [default: 100]
+    #[arg(long, value_name = "MS", conflicts_with = "emulate")]
     pub capacity_interval: Option<u64>,
 
     /// The program and its arguments (after --)
@@ -314,7 +314,19 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
             }
         }
     };
+    let interval_ms = args.capacity_interval.unwrap_or(100);
+    if interval_ms == 0 {
+        bail!("--capacity-interval 0: the interval must be at least 1 ms");
+    }
+    let timelines = Some(spelunk_record::hardware::HardwareTimelines {
+        interval_ns: interval_ms
+            .checked_mul(1_000_000)
+            .with_context(|| format!("--capacity-interval {interval_ms}: too long"))?,
+        pmu: spelunk_record::timeline::detect_counter_pmu(std::path::Path::new("/")),
+        line_bytes: spelunk_record::timeline::line_bytes(std::path::Path::new("/sys")),
+    });
     let options = HardwareOptions {
+        timelines,
         runtime,
         pmu: args.pmu.clone(),
         period_ops: args.period,
@@ -391,7 +403,7 @@ fn program_path(argv0: &std::ffi::OsStr) -> Option<PathBuf> {
 /// `spelunk record --no-spe`: the timelines alone (resident memory and PMU counters of the
 /// command's process tree over time), in the sidecar; no SPE, no perf.data.
 fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
-    use spelunk_record::timeline::{self, CounterPmu, TimelineOptions};
+    use spelunk_record::timeline::{self, TimelineOptions};
     let interval_ms = args.capacity_interval.unwrap_or(100);
     if interval_ms == 0 {
         bail!("--capacity-interval 0: the interval must be at least 1 ms");
@@ -427,25 +439,7 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let pmu = match spelunk_pmu::detect::detect(std::path::Path::new("/")) {
-        Err(e) => CounterPmu::Missing(format!("no Arm core PMU: {e}")),
-        Ok(system) => match system
-            .core_types
-            .iter()
-            .find_map(|t| t.pmu.as_ref().map(|p| (p, t.midr)))
-        {
-            None => CounterPmu::Missing(format!(
-                "no Arm core PMU in sysfs (PMUs: {})",
-                system.pmu_names.join(", ")
-            )),
-            Some((p, midr)) => CounterPmu::Found(timeline::CorePmuEvents {
-                name: p.name.clone(),
-                midr: Some(midr),
-                perf_type: p.perf_type,
-                listed: p.events.values().copied().collect(),
-            }),
-        },
-    };
+    let pmu = timeline::detect_counter_pmu(std::path::Path::new("/"));
     let runtime = if args.no_runtime {
         None
     } else {

@@ -66,6 +66,17 @@ pub struct HardwareOptions {
     /// `libspelunk.so` to preload into the command (phases and objects of include/spelunk.h,
     /// heap blocks by allocation site), or none.
     pub runtime: Option<PathBuf>,
+    /// Resident memory and PMU counters of the command's tree over time, on the samples'
+    /// clock (every `capacity_interval_ns`; none: not recorded).
+    pub timelines: Option<HardwareTimelines>,
+}
+
+/// What the timelines of a hardware recording need.
+#[derive(Clone, Debug)]
+pub struct HardwareTimelines {
+    pub interval_ns: u64,
+    pub pmu: crate::timeline::CounterPmu,
+    pub line_bytes: Option<u64>,
 }
 
 impl Default for HardwareOptions {
@@ -86,6 +97,7 @@ impl Default for HardwareOptions {
             aux_pages: None,
             sysfs: PathBuf::from("/sys"),
             runtime: None,
+            timelines: None,
         }
     }
 }
@@ -914,6 +926,39 @@ pub fn record(
         }
     }
     counting::catch_interrupt();
+    // Timelines of the command's tree, timed on the samples' clock (perf time = monotonic +
+    // the offset measured now; without a conversion, no timelines).
+    let timeline_plan = o
+        .timelines
+        .as_ref()
+        .map(|t| crate::timeline::CounterPlan::new(&t.pmu));
+    let mut timelines = match (&o.timelines, &timeline_plan, &child, offset_at_start) {
+        (Some(t), Some(plan), Some(c), Some(_)) if !o.system_wide => Some((
+            crate::timeline::CounterRecorder::open(&counting::LinuxPerfSys, plan, c.pid()),
+            crate::timeline::CapacitySampler::new("/proc", c.pid(), t.interval_ns),
+        )),
+        (Some(_), _, _, None) => {
+            warnings.push(
+                "no resident-memory or counter timelines: their clock cannot be put on the \
+                 samples' (no perf-time conversion for this CPU's counter)"
+                    .into(),
+            );
+            None
+        }
+        (Some(_), _, _, _) => {
+            warnings.push(
+                "no resident-memory or counter timelines in a system-wide recording (they \
+                 follow a command's process tree)"
+                    .into(),
+            );
+            None
+        }
+        _ => None,
+    };
+    let perf_now = || monotonic_ns().saturating_add_signed(offset_at_start.unwrap_or(0));
+    let timeline_start_ns = perf_now();
+    let tick_ns = o.timelines.as_ref().map_or(u64::MAX, |t| t.interval_ns.max(1));
+    let mut next_tick = timeline_start_ns.saturating_add(tick_ns);
     let cpu_at_start = self_cpu_ns();
     let started = std::time::Instant::now();
     if let Some(c) = child.as_mut() {
@@ -936,9 +981,21 @@ pub fn record(
     let mut recorded_ns = 0;
     let written = (|| -> Result<(), HardwareError> {
         loop {
+            // Wake at the next timeline tick, and at least every 100 ms.
+            let wait_ms = (next_tick.saturating_sub(perf_now()) / 1_000_000).min(100) as i32;
             // SAFETY: pollfds is a live array of pollfd; EINTR (Ctrl-C) just returns early.
             unsafe {
-                libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, 100);
+                libc::poll(pollfds.as_mut_ptr(), pollfds.len() as libc::nfds_t, wait_ms);
+            }
+            if let Some((counters, capacity)) = timelines.as_mut() {
+                let now = perf_now();
+                if now >= next_tick {
+                    capacity.sample(now);
+                    counters.snapshot(now, "periodic");
+                    next_tick = next_tick
+                        .saturating_add(tick_ns)
+                        .max(now.saturating_add(tick_ns / 2));
+                }
             }
             let done = match child.as_mut() {
                 Some(c) => match c.try_wait() {
@@ -1037,6 +1094,20 @@ pub fn record(
 
     let sidecar_path = Sidecar::path_for(output);
     let mut sc = Sidecar::new("hardware");
+    if let (Some((mut counters, capacity)), Some(t), Some(plan)) =
+        (timelines.take(), &o.timelines, &timeline_plan)
+    {
+        counters.snapshot(perf_now(), "final");
+        let described = crate::timeline::TimelineSidecar {
+            clock: "perf",
+            start_ns: timeline_start_ns,
+            interval_ns: t.interval_ns,
+            line_bytes: t.line_bytes,
+            pmu: &t.pmu,
+        };
+        warnings.extend(described.fill(&mut sc, plan, counters, capacity));
+        sc.config.insert("phases_clock".into(), "perf".into());
+    }
     let mut runtime = None;
     if let Some(dir) = &runtime_dir {
         let offset_at_end = perf_minus_monotonic_ns(&time_conv);

@@ -905,33 +905,14 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
     let mut sc = Sidecar::new("timelines");
     sc.command = command.to_vec();
     sc.exit_status = Some(exit_status_code(&status));
-    let config = &mut sc.config;
-    config.insert("timeline_clock".into(), TIMELINE_CLOCK.into());
-    config.insert("timeline_start_ns".into(), start_ns.into());
-    config.insert("timeline_interval_ns".into(), o.interval_ns.into());
-    if let Some(b) = o.line_bytes {
-        config.insert("cache_line_bytes".into(), b.into());
-    }
-    if let Some((name, ty)) = &plan.pmu {
-        config.insert("counters_pmu".into(), name.clone().into());
-        config.insert("counters_pmu_type".into(), (*ty).into());
-    }
-    if let CounterPmu::Found(CorePmuEvents {
-        midr: Some(midr), ..
-    }) = &o.pmu
-    {
-        config.insert("midr".into(), midr.to_string().into());
-    }
-    let (c, setup, failed) = counters.finish();
-    if !c.events.is_empty() {
-        config.insert("counters_scope".into(), setup.scope.into());
-        config.insert("counters_grouping".into(), setup.grouping.into());
-        config.insert(
-            "counters_values".into(),
-            "raw: scale by time_enabled_ns / time_running_ns when multiplexed".into(),
-        );
-    }
-    sc.counters = c;
+    let timeline = TimelineSidecar {
+        clock: TIMELINE_CLOCK,
+        start_ns,
+        interval_ns: o.interval_ns,
+        line_bytes: o.line_bytes,
+        pmu: &o.pmu,
+    };
+    warnings.extend(timeline.fill(&mut sc, &plan, counters, capacity));
     let mut runtime = None;
     if let Some(dir) = &runtime_dir {
         let m = crate::runtime_log::merge_logs(&dir.join("log"), 0, monotonic_ns(), &mut sc);
@@ -940,13 +921,7 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         let _ = std::fs::remove_dir_all(dir);
         runtime = Some(m);
     }
-    if let Some(f) = failed {
-        warnings.push(f.clone());
-        config_note(&mut sc, f);
-    }
-    let cap = capacity.finish();
-    warnings.extend(cap.notes.iter().cloned());
-    sc.capacity = Some(cap);
+
     sc.write(sidecar_path)?;
     Ok(TimelineRecording {
         sidecar_path: sidecar_path.to_path_buf(),
@@ -957,6 +932,88 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         warnings,
         runtime,
     })
+}
+
+/// How a recording's timelines are described in its sidecar.
+pub struct TimelineSidecar<'p> {
+    /// The clock of every time: "CLOCK_MONOTONIC" (--no-spe) or "perf" (with SPE samples).
+    pub clock: &'static str,
+    pub start_ns: u64,
+    pub interval_ns: u64,
+    pub line_bytes: Option<u64>,
+    pub pmu: &'p CounterPmu,
+}
+
+impl TimelineSidecar<'_> {
+    /// Puts the finished timelines and what describes them into `sc`; returns the notes the
+    /// user should see (a counter read that failed, memory that could not be read).
+    pub fn fill<S: PerfSys + ?Sized>(
+        &self,
+        sc: &mut Sidecar,
+        plan: &CounterPlan,
+        counters: CounterRecorder<'_, S>,
+        capacity: CapacitySampler,
+    ) -> Vec<String> {
+        let config = &mut sc.config;
+        config.insert("timeline_clock".into(), self.clock.into());
+        config.insert("timeline_start_ns".into(), self.start_ns.into());
+        config.insert("timeline_interval_ns".into(), self.interval_ns.into());
+        if let Some(b) = self.line_bytes {
+            config.insert("cache_line_bytes".into(), b.into());
+        }
+        if let Some((name, ty)) = &plan.pmu {
+            config.insert("counters_pmu".into(), name.clone().into());
+            config.insert("counters_pmu_type".into(), (*ty).into());
+        }
+        if let CounterPmu::Found(CorePmuEvents {
+            midr: Some(midr), ..
+        }) = self.pmu
+        {
+            config.insert("midr".into(), midr.to_string().into());
+        }
+        let (c, setup, failed) = counters.finish();
+        if !c.events.is_empty() {
+            config.insert("counters_scope".into(), setup.scope.into());
+            config.insert("counters_grouping".into(), setup.grouping.into());
+            config.insert(
+                "counters_values".into(),
+                "raw: scale by time_enabled_ns / time_running_ns when multiplexed".into(),
+            );
+        }
+        sc.counters = c;
+        let mut notes = Vec::new();
+        if let Some(f) = failed {
+            notes.push(f.clone());
+            config_note(sc, f);
+        }
+        let cap = capacity.finish();
+        notes.extend(cap.notes.iter().cloned());
+        sc.capacity = Some(cap);
+        notes
+    }
+}
+
+/// The core PMU to count on, from sysfs under `root` (`/` live), or why there is none.
+pub fn detect_counter_pmu(root: &Path) -> CounterPmu {
+    match spelunk_pmu::detect::detect(root) {
+        Err(e) => CounterPmu::Missing(format!("no Arm core PMU: {e}")),
+        Ok(system) => match system
+            .core_types
+            .iter()
+            .find_map(|t| t.pmu.as_ref().map(|p| (p, t.midr)))
+        {
+            None => CounterPmu::Missing(format!(
+                "no Arm core PMU in sysfs (PMUs: {})",
+                system.pmu_names.join(", ")
+            )),
+            Some((p, midr)) => CounterPmu::Found(CorePmuEvents {
+                name: p.name.clone(),
+                midr: Some(midr),
+                perf_type: p.perf_type,
+                listed: p.events.values().copied().collect(),
+            }),
+        },
+    }
 }
 
 fn config_note(sc: &mut Sidecar, note: String) {
