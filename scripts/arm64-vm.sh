@@ -131,7 +131,7 @@ fi
 # spelunk record's perf.data files, decoded on the host by Linux perf (tests/vm/check_record.py):
 # exactly the records the stub wrote during each recording, and its loss flags.
 if [ "${SPELUNK_VM_NO_SPELUNK:-0}" != 1 ] && [[ "${SPELUNK_VM_APPEND:-}" != *spelunk.bench=1* ]]; then
-  for name in rec small; do
+  for name in rec small att; do
     if [ ! -f "$out/$name.data" ] || [ ! -f "$out/$name.expect" ]; then
       echo "arm64-vm: the VM exported no $name.data/$name.expect (spelunk record did not run)" >&2; exit 1
     fi

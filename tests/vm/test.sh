@@ -145,6 +145,22 @@ if [ -f /spe_stub.ko ]; then
     /spelunk record --capacity-interval 5 -o /tmp/pt.data -- /phases > /tmp/pt.txt 2>&1 \
       && ok "spelunk record with timelines" || { cat /tmp/pt.txt; bad "spelunk record with timelines"; }
     vm_export /tmp/pt.data.spelunk.json pt.sidecar.json
+    # Attach (-p) to a running shell that starts /workload three times: the events follow its
+    # later children (inherit) and recording ends when it does. The stub writes records only
+    # while an event is active, so the counters' difference is again exactly the file's records.
+    b_inj=$(cat $par/injected); b_col=$(cat $par/collisions); b_tr=$(cat $par/truncations)
+    /bin/sh -c 'sleep 0.05; /workload; /workload; /workload' &
+    target=$!
+    /spelunk record -p $target -o /tmp/att.data > /tmp/att.txt 2>&1; rc=$?
+    wait $target
+    a_inj=$(cat $par/injected); a_col=$(cat $par/collisions); a_tr=$(cat $par/truncations)
+    cat /tmp/att.txt
+    [ $rc = 0 ] && grep -q "^spelunk record: $((a_inj - b_inj)) SPE records" /tmp/att.txt \
+      && ok "spelunk record -p: attached, followed the children, ended with the process" \
+      || bad "spelunk record -p: exit $rc"
+    echo "$b_inj $((a_inj - b_inj)) $((a_col - b_col)) $((a_tr - b_tr))" > /tmp/att.expect
+    vm_export /tmp/att.data att.data
+    vm_export /tmp/att.expect att.expect
     # What goes wrong, said clearly. SPE has one user per CPU: while a system-wide recording
     # holds CPU 0, a second recording must fail with EBUSY's reason.
     /spelunk record -a -o /tmp/hold.data -- /workload > /tmp/hold.txt 2>&1 &

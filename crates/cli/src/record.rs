@@ -29,6 +29,7 @@ Examples:
   spelunk record -- ./stream -n 200000                    # hardware SPE (Arm metal)
   spelunk record -c 4096 --filter load --min-latency 64 -o chase.data -- ./lat_mem_rd 8m
   spelunk record -a -C 0-3 -o sys.data -- sleep 5         # every task on CPUs 0-3
+  spelunk record -p 4242 -o attached.data                 # a running process, until Ctrl-C
   spelunk record --emulate -- ./stream -n 200000          # any machine, under the emulator
   spelunk record --emulate -c 4096 --filter load -o chase.data -- ./lat_mem_rd 8m 4096
   spelunk record --emulate --min-latency 100 -- ./app args
@@ -94,6 +95,17 @@ pub struct RecordArgs {
     #[arg(short = 'a', long)]
     pub all_cpus: bool,
 
+    /// Hardware SPE: attach to running processes (comma-separated PIDs): all their threads,
+    /// and the threads and children they start from then on, until they end or Ctrl-C
+    #[arg(
+        short = 'p',
+        long = "pid",
+        value_delimiter = ',',
+        value_name = "PID",
+        conflicts_with_all = ["all_cpus", "command", "emulate", "no_spe"]
+    )]
+    pub pids: Vec<i32>,
+
     /// Hardware SPE: only these CPUs (a list like 0-3,8) [default: every CPU the SPE PMU covers]
     #[arg(short = 'C', long = "cpus", value_name = "LIST")]
     pub cpus: Option<String>,
@@ -144,7 +156,7 @@ pub struct RecordArgs {
     /// The program and its arguments (after --)
     #[arg(
         last = true,
-        required_unless_present = "all_cpus",
+        required_unless_present_any = ["all_cpus", "pids"],
         value_name = "COMMAND"
     )]
     pub command: Vec<OsString>,
@@ -338,12 +350,25 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
         pct: args.pct,
         kernel: args.kernel,
         system_wide: args.all_cpus,
+        pids: args.pids.clone(),
         cpus,
         aux_pages: args.aux_pages,
         ..Default::default()
     };
     let cmdline: Vec<String> = std::env::args().collect();
-    let what = if command.is_empty() {
+    if let Some(p) = args.pids.iter().find(|p| **p <= 0) {
+        bail!("--pid {p}: a process id is a positive number");
+    }
+    let what = if !args.pids.is_empty() {
+        format!(
+            "process(es) {} (until they end, or Ctrl-C)",
+            args.pids
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    } else if command.is_empty() {
         "every task (Ctrl-C stops)".to_string()
     } else {
         command[0].clone()

@@ -52,6 +52,9 @@ pub struct HardwareOptions {
     pub kernel: bool,
     /// Record every task on the CPUs (`-a`); otherwise only the command's process tree.
     pub system_wide: bool,
+    /// Attach to these running processes (`-p`): every thread they have, and (inherit) the
+    /// threads and children they create from then on.
+    pub pids: Vec<i32>,
     /// Only these CPUs (`-C`); otherwise every CPU the PMU covers.
     pub cpus: Option<Vec<u32>>,
     /// Data-ring pages per CPU (a power of two); `None`: 64 when spelunk may lock memory
@@ -92,6 +95,7 @@ impl Default for HardwareOptions {
             pct: false,
             kernel: false,
             system_wide: false,
+            pids: Vec::new(),
             cpus: None,
             data_pages: None,
             aux_pages: None,
@@ -344,12 +348,29 @@ fn sample_id_type() -> u64 {
     abi::sample::TID | abi::sample::TIME | abi::sample::CPU | abi::sample::IDENTIFIER
 }
 
+/// The flags that say which tasks an event follows: a command's tree from its exec
+/// (`inherit`, `enable_on_exec`), attached processes' threads and their later children
+/// (`inherit`), or everything on a CPU (none).
+fn target_flags(o: &HardwareOptions, command: bool) -> u64 {
+    use abi::attr_flag as f;
+    if o.system_wide {
+        0
+    } else if !o.pids.is_empty() {
+        f::INHERIT
+    } else if command {
+        f::INHERIT | f::ENABLE_ON_EXEC
+    } else {
+        0
+    }
+}
+
 fn spe_attr(pmu: &SpePmu, words: &[u64; 5], o: &HardwareOptions, command: bool) -> EventAttr {
     use abi::attr_flag as f;
-    let mut flags = f::DISABLED | f::SAMPLE_ID_ALL | f::EXCLUDE_HV | f::EXCLUDE_GUEST;
-    if command && !o.system_wide {
-        flags |= f::INHERIT | f::ENABLE_ON_EXEC;
-    }
+    let mut flags = f::DISABLED
+        | f::SAMPLE_ID_ALL
+        | f::EXCLUDE_HV
+        | f::EXCLUDE_GUEST
+        | target_flags(o, command);
     if !o.kernel {
         flags |= f::EXCLUDE_KERNEL;
     }
@@ -374,7 +395,7 @@ fn spe_attr(pmu: &SpePmu, words: &[u64; 5], o: &HardwareOptions, command: bool) 
 
 fn dummy_attr(o: &HardwareOptions, command: bool) -> EventAttr {
     use abi::attr_flag as f;
-    let mut flags = f::DISABLED
+    let flags = f::DISABLED
         | f::EXCLUDE_KERNEL
         | f::EXCLUDE_HV
         | f::MMAP
@@ -384,10 +405,8 @@ fn dummy_attr(o: &HardwareOptions, command: bool) -> EventAttr {
         | f::SAMPLE_ID_ALL
         | f::MMAP2
         | f::COMM_EXEC
-        | f::CONTEXT_SWITCH;
-    if command && !o.system_wide {
-        flags |= f::INHERIT | f::ENABLE_ON_EXEC;
-    }
+        | f::CONTEXT_SWITCH
+        | target_flags(o, command);
     EventAttr {
         type_: abi::event_type::SOFTWARE,
         size: abi::attr::SIZE_PERF_6_1,
@@ -465,10 +484,61 @@ struct CpuRing {
     cpu: u32,
     spe: EventFd,
     _dummy: EventFd,
+    /// Attached threads beyond the first: their SPE and sideband events write into this ring.
+    more_spe: Vec<EventFd>,
+    more_dummy: Vec<EventFd>,
     ring: MappedRing,
     decoder: RecordDecoder,
     figures: CpuFigures,
     last_time_ns: u64,
+}
+
+impl CpuRing {
+    fn disable_all(&self) {
+        for fd in [&self.spe, &self._dummy]
+            .into_iter()
+            .chain(&self.more_spe)
+            .chain(&self.more_dummy)
+        {
+            let _ = fd.disable();
+        }
+    }
+}
+
+/// Every thread of the processes `pids` (`/proc/PID/task`), or an error naming a process
+/// that does not exist.
+fn attached_threads(pids: &[i32]) -> Result<Vec<i32>, HardwareError> {
+    let mut tids = Vec::new();
+    for &pid in pids {
+        let dir = PathBuf::from(format!("/proc/{pid}/task"));
+        let rd = std::fs::read_dir(&dir).map_err(|source| HardwareError::Io {
+            what: format!("-p {pid}: no such process ({})", dir.display()),
+            source,
+        })?;
+        let mut these: Vec<i32> = rd
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect();
+        these.sort_unstable();
+        // The process's main thread first: its ring is the one the others write into.
+        these.retain(|t| *t != pid);
+        tids.push(pid);
+        tids.extend(these);
+    }
+    Ok(tids)
+}
+
+/// Whether `pid` still runs (exists and is not a zombie).
+fn process_alive(pid: i32) -> bool {
+    read_text(Path::new(&format!("/proc/{pid}/stat")))
+        .and_then(|t| {
+            let after = t.rsplit_once(')')?.1;
+            after
+                .split_whitespace()
+                .next()
+                .map(|s| s != "Z" && s != "X")
+        })
+        .unwrap_or(false)
 }
 
 /// Whether locked memory is not limited for this process: root, or CAP_IPC_LOCK (bit 14 of
@@ -512,10 +582,11 @@ fn open_all(
     pmu: &SpePmu,
     o: &HardwareOptions,
     cpus: &[u32],
-    pid: i32,
+    tasks: &[i32],
     command: bool,
     words: &[u64; 5],
 ) -> Result<Vec<CpuRing>, HardwareError> {
+    let (pid, more) = tasks.split_first().map_or((-1, &[][..]), |(p, m)| (*p, m));
     let spe = spe_attr(pmu, words, o, command).to_bytes();
     let dummy = dummy_attr(o, command).to_bytes();
     let privileged = o.kernel || o.system_wide;
@@ -523,7 +594,7 @@ fn open_all(
     let kib = (1 + data_pages + aux_pages) * page_size() / 1024;
     let mut out = Vec::with_capacity(cpus.len());
     for &cpu in cpus {
-        let open = |attr: &[u8], what: &str| {
+        let open_for = |attr: &[u8], what: &str, pid: i32| {
             EventFd::open(attr, pid, cpu as i32).map_err(|source| HardwareError::Open {
                 what: what.into(),
                 cpu,
@@ -531,6 +602,7 @@ fn open_all(
                 source,
             })
         };
+        let open = |attr: &[u8], what: &str| open_for(attr, what, pid);
         let spe_fd = open(&spe, &pmu.name)?;
         let ring = MappedRing::map(spe_fd.raw(), data_pages, aux_pages).map_err(|source| {
             HardwareError::Map {
@@ -547,7 +619,32 @@ fn open_all(
                 what: format!("redirecting CPU {cpu}'s sideband into its SPE ring"),
                 source,
             })?;
+        let (mut more_spe, mut more_dummy) = (Vec::new(), Vec::new());
+        for &tid in more {
+            let redirect = |fd: &EventFd| {
+                fd.set_output(&spe_fd).map_err(|source| HardwareError::Io {
+                    what: format!("redirecting thread {tid}'s events into CPU {cpu}'s ring"),
+                    source,
+                })
+            };
+            // A thread that ended since it was listed is no error.
+            let s = match open_for(&spe, &pmu.name, tid) {
+                Err(HardwareError::Open { source, .. })
+                    if source.raw_os_error() == Some(libc::ESRCH) =>
+                {
+                    continue
+                }
+                other => other?,
+            };
+            redirect(&s)?;
+            let d = open_for(&dummy, "the sideband (dummy) event", tid)?;
+            redirect(&d)?;
+            more_spe.push(s);
+            more_dummy.push(d);
+        }
         out.push(CpuRing {
+            more_spe,
+            more_dummy,
             cpu,
             spe: spe_fd,
             _dummy: dummy_fd,
@@ -711,6 +808,10 @@ fn drain(
                     // "perf/aux: Fix pending disable flow when the AUX ring buffer overruns"
                     // (6.1 among them) can leave the event enabled but stopped, and a bare
                     // ENABLE of an enabled event restarts nothing (seen through the VM's stub).
+                    for fd in c.more_spe.iter() {
+                        let _ = fd.disable();
+                        let _ = fd.enable();
+                    }
                     let _ = c.spe.disable();
                     if let Err(e) = c.spe.enable() {
                         warnings.push(format!(
@@ -835,13 +936,24 @@ pub fn record(
     } else {
         None
     };
-    let pid = match (&child, o.system_wide) {
-        (Some(c), false) => c.pid(),
-        _ => -1,
+    let tasks: Vec<i32> = if o.system_wide {
+        vec![-1]
+    } else if !o.pids.is_empty() {
+        attached_threads(&o.pids)?
+    } else {
+        child
+            .as_ref()
+            .map(|c| vec![c.pid()])
+            .unwrap_or_else(|| vec![-1])
+    };
+    let pid = if o.system_wide {
+        -1
+    } else {
+        o.pids.first().copied().unwrap_or(tasks[0])
     };
     let (mut pa, mut pct) = (o.pa, o.pct);
     let mut words = spe_config_words(&pmu, o, pa, pct)?;
-    let mut rings = match open_all(&pmu, o, &cpus, pid, has_command, &words) {
+    let mut rings = match open_all(&pmu, o, &cpus, &tasks, has_command, &words) {
         Err(HardwareError::Open { source, .. })
             if (pa || pct)
                 && matches!(
@@ -860,7 +972,7 @@ pub fn record(
             pa = false;
             pct = false;
             words = spe_config_words(&pmu, o, pa, pct)?;
-            open_all(&pmu, o, &cpus, pid, has_command, &words)?
+            open_all(&pmu, o, &cpus, &tasks, has_command, &words)?
         }
         other => other?,
     };
@@ -912,17 +1024,22 @@ pub fn record(
     let mut writer = SpeRecordingWriter::create(output, spec)?;
     let parse_attr = spe_attr(&pmu, &words, o, has_command);
 
-    // Enable: a command's events start at its exec (enable_on_exec); system-wide ones now.
-    if !has_command || o.system_wide {
+    // Enable: a command's events start at its exec (enable_on_exec); system-wide and attached
+    // ones now.
+    if !has_command || o.system_wide || !o.pids.is_empty() {
         for r in &rings {
-            r.spe.enable().map_err(|source| HardwareError::Io {
-                what: format!("enabling SPE on CPU {}", r.cpu),
-                source,
-            })?;
-            r._dummy.enable().map_err(|source| HardwareError::Io {
-                what: format!("enabling the sideband event on CPU {}", r.cpu),
-                source,
-            })?;
+            for fd in std::iter::once(&r.spe).chain(&r.more_spe) {
+                fd.enable().map_err(|source| HardwareError::Io {
+                    what: format!("enabling SPE on CPU {}", r.cpu),
+                    source,
+                })?;
+            }
+            for fd in std::iter::once(&r._dummy).chain(&r.more_dummy) {
+                fd.enable().map_err(|source| HardwareError::Io {
+                    what: format!("enabling the sideband event on CPU {}", r.cpu),
+                    source,
+                })?;
+            }
         }
     }
     counting::catch_interrupt();
@@ -933,7 +1050,7 @@ pub fn record(
         .as_ref()
         .map(|t| crate::timeline::CounterPlan::new(&t.pmu));
     let mut timelines = match (&o.timelines, &timeline_plan, &child, offset_at_start) {
-        (Some(t), Some(plan), Some(c), Some(_)) if !o.system_wide => Some((
+        (Some(t), Some(plan), Some(c), Some(_)) if !o.system_wide && o.pids.is_empty() => Some((
             crate::timeline::CounterRecorder::open(&counting::LinuxPerfSys, plan, c.pid()),
             crate::timeline::CapacitySampler::new("/proc", c.pid(), t.interval_ns),
         )),
@@ -947,8 +1064,8 @@ pub fn record(
         }
         (Some(_), _, _, _) => {
             warnings.push(
-                "no resident-memory or counter timelines in a system-wide recording (they \
-                 follow a command's process tree)"
+                "no resident-memory or counter timelines in a system-wide or attached (-p) \
+                 recording (they follow the tree of a command spelunk starts)"
                     .into(),
             );
             None
@@ -1012,6 +1129,9 @@ pub fn record(
                         true
                     }
                 },
+                None if !o.pids.is_empty() => {
+                    counting::interrupted() || o.pids.iter().all(|p| !process_alive(*p))
+                }
                 None => counting::interrupted(),
             };
             let mut any = false;
@@ -1036,8 +1156,7 @@ pub fn record(
         }
         // Stop, then take what the kernel wrote while stopping.
         for r in rings.iter() {
-            let _ = r.spe.disable();
-            let _ = r._dummy.disable();
+            r.disable_all();
         }
         for r in rings.iter_mut() {
             drain(
@@ -1057,8 +1176,7 @@ pub fn record(
             // Writing failed (a full disk): stop sampling, let the command finish, and keep what
             // was written where it cannot replace a good file.
             for r in &rings {
-                let _ = r.spe.disable();
-                let _ = r._dummy.disable();
+                r.disable_all();
             }
             drop(rings);
             let command_status = match child.as_mut() {
