@@ -29,6 +29,14 @@ if grep -q spelunk.bench=1 /proc/cmdline; then
     cpu=$(sed -n 's/^spelunk record: the recorder used \([0-9.]*\) ms of CPU while the command ran \([0-9.]*\) ms.*/\1 \2/p' /tmp/b.txt)
     echo "bench batch=$batch aux_mb=$aux recorder_cpu_ms=${cpu% *} command_ms=${cpu#* } workload_alone_s=$alone spelunk_record_total_s=$under"
   done
+  echo 8 > $par/batch
+  # Attached (-p) to a shell running /workload three times, against the same run as a command.
+  /spelunk record -o /tmp/b3.data -- /bin/sh -c '/workload; /workload; /workload' 2>&1 \
+    | sed -n 's/^spelunk record: the recorder used \([0-9.]*\) ms of CPU.*(\([0-9.]*\) ms per MB.*/bench command-3x recorder_cpu_ms=\1 per_mb_ms=\2/p'
+  /bin/sh -c 'sleep 0.05; /workload; /workload; /workload' &
+  /spelunk record -p $! -o /tmp/b4.data 2>&1 \
+    | sed -n 's/^spelunk record: the recorder used \([0-9.]*\) ms of CPU.*(\([0-9.]*\) ms per MB.*/bench attach-3x recorder_cpu_ms=\1 per_mb_ms=\2/p'
+  wait
   rmmod spe_stub
   head -c 4096 /workload > /tmp/workload.head
   vm_export /tmp/workload.head workload.head

@@ -1074,10 +1074,11 @@ pub fn record(
     };
     let perf_now = || monotonic_ns().saturating_add_signed(offset_at_start.unwrap_or(0));
     let timeline_start_ns = perf_now();
-    let tick_ns = o
-        .timelines
-        .as_ref()
-        .map_or(u64::MAX, |t| t.interval_ns.max(1));
+    // No timelines: no ticks (the poll then waits its full 100 ms).
+    let tick_ns = match (&timelines, &o.timelines) {
+        (Some(_), Some(t)) => t.interval_ns.max(1),
+        _ => u64::MAX,
+    };
     let mut next_tick = timeline_start_ns.saturating_add(tick_ns);
     let cpu_at_start = self_cpu_ns();
     let started = std::time::Instant::now();
