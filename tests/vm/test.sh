@@ -228,6 +228,12 @@ if [ -f /spe_stub.ko ]; then
   echo "$counters" > /tmp/spe_stub_counters
   vm_export /tmp/spe_stub_counters spe_stub_counters
   rmmod spe_stub && ok "rmmod spe_stub" || bad "rmmod spe_stub failed"
+  # The PMU gone: recording now says there is no SPE, and what to do.
+  if [ -x /spelunk ]; then
+    /spelunk record -o /tmp/gone.data -- /workload > /tmp/gone.txt 2>&1; rc=$?
+    [ $rc != 0 ] && grep -q "this machine has no SPE PMU" /tmp/gone.txt && [ ! -e /tmp/gone.data ] \
+      && ok "SPE PMU gone: a clear error, no file" || { cat /tmp/gone.txt; bad "SPE PMU gone: exit $rc"; }
+  fi
   # A kernel warning or oops while the stub ran means a bug in the module.
   if dmesg | grep -Eq 'WARNING:|BUG:|Oops|Call trace:'; then
     dmesg | grep -E -A20 'WARNING:|BUG:|Oops' | head -n 60

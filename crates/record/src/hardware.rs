@@ -1359,6 +1359,21 @@ mod tests {
     }
 
     #[test]
+    fn format_files_spelunk_does_not_understand_are_left_alone() {
+        // A newer kernel's field in a word this spelunk does not know: kept aside, and the
+        // fields spelunk uses still map.
+        let mut p = pmu(&[("ts_enable", "config:0"), ("jitter", "config:16")]);
+        p.unknown_format
+            .push(("future_field".into(), "config7:0-3".into()));
+        let o = HardwareOptions {
+            pa: false,
+            ..Default::default()
+        };
+        let w = spe_config_words(&p, &o, false, false).unwrap();
+        assert_eq!(w, [1 | (1 << 16), 0, 0, 0, 0]);
+    }
+
+    #[test]
     fn no_spe_pmu_says_what_to_do() {
         let dir = std::env::temp_dir().join(format!("spelunk-hw-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("bus/event_source/devices/armv8_pmuv3")).unwrap();
