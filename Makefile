@@ -4,7 +4,7 @@ SHELL := /bin/bash
 CARGO ?= cargo
 export CARGO_TERM_COLOR ?= never
 
-.PHONY: help deps demo test build fmt-check clippy unit emulator python browser cross vm fuzz-smoke bench
+.PHONY: help deps demo test build fmt-check clippy unit emulator python browser cross vm fuzz-smoke bench install install-check
 
 help:
 	@echo "make demo   record STREAM under the emulated SPE, decode it, print the report (out/demo)"
@@ -60,6 +60,16 @@ cross:
 vm:
 	scripts/arm64-vm.sh
 
+# Install under PREFIX (default /usr/local): the binary, the runtime and the emulator where the
+# installed binary finds them, headers, man pages, completions (scripts/install.sh).
+PREFIX ?= /usr/local
+install: deps
+	scripts/install.sh "$(PREFIX)"
+
+# `make install` into a temporary prefix, then the installed binary used from outside the tree.
+install-check:
+	scripts/install-check.sh
+
 # A short run of every fuzz target (FUZZ_SECONDS each, default 30).
 fuzz-smoke:
 	scripts/fuzz-smoke.sh
@@ -68,4 +78,4 @@ fuzz-smoke:
 bench:
 	$(CARGO) bench --locked -p spelunk-spe --bench decode
 
-test: deps fmt-check clippy unit emulator python browser cross vm fuzz-smoke
+test: deps fmt-check clippy unit emulator python browser cross vm install-check fuzz-smoke

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what building and testing spelunk needs on a fresh Debian machine (run as root),
-# and says exactly what is missing otherwise. Idempotent: installs only what is absent.
+# Installs what building and testing spelunk needs on a fresh Debian or Ubuntu machine (apt), or
+# the core packages on Amazon Linux 2023 / Fedora (dnf), run as root, and says exactly what is
+# missing otherwise. Idempotent: installs only what is absent.
 #   scripts/ensure-deps.sh            core: Rust toolchain parts, Linux perf, valgrind, gcc
 #   scripts/ensure-deps.sh cross      + aarch64 cross toolchain and qemu-user
 #   scripts/ensure-deps.sh vm         + qemu-system-arm, cpio, aarch64 cross gcc, linux-kbuild-6.1,
@@ -57,7 +58,32 @@ for mode in "$@"; do
   esac
 done
 
+# Amazon Linux 2023, Fedora, RHEL: dnf, for the core packages (the test-only modes need Debian).
+if ((${#want_apt[@]})) && ! need_cmd apt-get && need_cmd dnf; then
+  want_dnf=()
+  for p in "${want_apt[@]}"; do
+    case "$p" in
+      linux-perf) want_dnf+=(perf) ;;
+      valgrind) want_dnf+=(valgrind valgrind-devel) ;;
+      gcc|make) want_dnf+=("$p") ;;
+      *) echo "ensure-deps: '$p' is needed for this test mode, which is set up on Debian or Ubuntu only" >&2; exit 1 ;;
+    esac
+  done
+  if [ "$(id -u)" != 0 ]; then
+    echo "spelunk needs these packages: ${want_dnf[*]}" >&2
+    echo "install them with: sudo dnf install -y ${want_dnf[*]}" >&2
+    exit 1
+  fi
+  echo "ensure-deps: installing ${want_dnf[*]}"
+  dnf install -y -q "${want_dnf[@]}" >/dev/null
+  want_apt=()
+fi
+
 if ((${#want_apt[@]})); then
+  if ! need_cmd apt-get; then
+    echo "spelunk needs: ${want_apt[*]} (Debian package names; this machine has neither apt-get nor dnf: install their equivalents)" >&2
+    exit 1
+  fi
   if [ "$(id -u)" != 0 ]; then
     echo "spelunk needs these Debian packages: ${want_apt[*]}" >&2
     echo "install them with: sudo apt-get install -y ${want_apt[*]}" >&2
