@@ -18,7 +18,6 @@ use spelunk_spe::{
     Operation, SpeRecord, SpeSample,
 };
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -144,31 +143,6 @@ impl SpeTable {
     }
 }
 
-/// A multiply-rotate hasher (the FxHash scheme) for the event-name cache: keys are small
-/// integers from our own decode, so SipHash's DoS resistance buys nothing here.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.write_u64(u64::from(v));
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.write_u64(v as u64);
-    }
-}
-
 /// Ids of the fixed names, per table.
 #[derive(Clone, Copy)]
 struct Fixed {
@@ -195,7 +169,9 @@ struct IdCache {
     statics: Vec<(usize, TextId)>,
     /// (event bits, implementation-defined names index) -> id of the `:`-joined names.
     events_fast: Box<[Option<(u64, u8, TextId)>; EVENT_SLOTS]>,
-    events: HashMap<(u64, u8), TextId, BuildHasherDefault<FastHasher>>,
+    /// rustc-hash: keys are small integers from our own decode, so SipHash's DoS resistance
+    /// buys nothing here.
+    events: rustc_hash::FxHashMap<(u64, u8), TextId>,
     data_sources: Vec<(DataSource, TextId)>,
 }
 
