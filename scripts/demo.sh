@@ -38,7 +38,7 @@ echo "-- the triad phase only, by source line:"
 
 echo
 echo "== 5. a real SPE record from Arm hardware (WindowsPerf buffer, Arm spe-parser's tests), --raw"
-"$bin/spelunk" decode --raw --cpu 0 tests/data/spe/spe-b1-ts1.data -o "$out/windowsperf" -f csv
+"$bin/spelunk" decode --raw --raw-cpu 0 tests/data/spe/spe-b1-ts1.data -o "$out/windowsperf" -f csv
 cat "$out/windowsperf-br.csv"
 
 echo

@@ -23,7 +23,7 @@ def run(*args):
 
 @pytest.mark.parametrize("name", ["spe-b1-ts0", "spe-b1-ts1"])
 def test_real_windowsperf_buffer_matches_spe_parser(tmp_path, name):
-    run(SPELUNK, "decode", "--raw", "--cpu", "0", DATA / f"{name}.data", "-o", tmp_path / name, "-q")
+    run(SPELUNK, "decode", "--raw", "--raw-cpu", "0", DATA / f"{name}.data", "-o", tmp_path / name, "-q")
     table = pq.read_table(tmp_path / f"{name}-br.parquet")
     assert table.num_rows == 1
     row = table.to_pylist()[0]

@@ -47,7 +47,7 @@ pub enum Compression {
 Examples:
   spelunk decode perf.data                  # perf-ldst.parquet, perf-br.parquet, perf-other.parquet
   spelunk decode perf.data -f csv -o run1   # run1-ldst.csv, ...
-  spelunk decode --raw --cpu 0 spe.data     # a raw SPE buffer (e.g. WindowsPerf `wperf record`)
+  spelunk decode --raw --raw-cpu 0 spe.data     # a raw SPE buffer (e.g. WindowsPerf `wperf record`)
   python3 -c \"import pandas as pd; print(pd.read_parquet('perf-ldst.parquet').head())\"
 
 A summary of what was decoded, and of everything skipped or lost, is printed at the end.")]
@@ -72,7 +72,7 @@ pub struct DecodeArgs {
     pub raw: bool,
 
     /// With --raw: the CPU the buffer was recorded on (printed in the cpu column)
-    #[arg(long, requires = "raw")]
+    #[arg(long = "raw-cpu", alias = "cpu", value_name = "N", requires = "raw")]
     pub cpu: Option<u32>,
 
     #[command(flatten)]

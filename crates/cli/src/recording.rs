@@ -52,7 +52,12 @@ pub struct FilterArgs {
     pub tid: Vec<u32>,
 
     /// Only samples from these CPUs (comma-separated)
-    #[arg(long = "cpu", value_delimiter = ',')]
+    #[arg(
+        long = "cpus",
+        alias = "cpu",
+        value_delimiter = ',',
+        value_name = "CPUS"
+    )]
     pub cpus: Vec<u32>,
 
     /// Only samples in [FROM,TO) seconds since the first sample (e.g. 0.5,1.25)

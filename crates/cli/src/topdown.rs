@@ -54,9 +54,9 @@ Examples:
   spelunk topdown --no-multiplex -- ./app           # one run per counter group, no scaling
   spelunk topdown -p 1234 --duration 10             # attach to a process for 10 s
   spelunk topdown -a -C 0-3 -- sleep 5              # CPUs 0-3, system-wide
-  spelunk topdown --list --cpu neoverse-v2          # groups and metrics of a catalog
+  spelunk topdown --list --cpu-model neoverse-v2          # groups and metrics of a catalog
   perf stat -x, -e r8,r11,r23,r24 -o counts.csv -- ./app
-  spelunk topdown --import counts.csv --cpu neoverse-n1 --json
+  spelunk topdown --import counts.csv --cpu-model neoverse-n1 --json
   spelunk topdown --emulate -- ./app                # under the emulated Neoverse N1
   spelunk topdown --emulate --per-phase -I 0.5 -- ./stream   # per annotated phase, 0.5 ms timeline
   spelunk topdown --import perf.data --per-phase    # the sidecar of `spelunk record --emulate`
@@ -135,7 +135,7 @@ pub struct TopdownArgs {
     /// Catalog to use instead of detecting it (required with --import of perf stat output):
     /// neoverse-n1, neoverse-n2-r0p2, neoverse-n2-r0p3, neoverse-n3, neoverse-v1, neoverse-v2,
     /// neoverse-v3, neoverse-v3ae, armv8, armv9
-    #[arg(long, value_name = "NAME")]
+    #[arg(long = "cpu-model", alias = "cpu", value_name = "NAME")]
     pub cpu: Option<String>,
 
     /// Use an Arm telemetry specification JSON file as the catalog
@@ -200,7 +200,8 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
         &args.output.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
     )?;
     if args.list {
-        let choice = explicit_catalog(&args)?.context("--list needs --cpu NAME or --spec FILE")?;
+        let choice =
+            explicit_catalog(&args)?.context("--list needs --cpu-model NAME or --spec FILE")?;
         print!("{}", list_catalog(&choice.catalog));
         return Ok(ExitCode::SUCCESS);
     }
@@ -348,7 +349,7 @@ fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
     match read_import(file)? {
         ImportInput::PerfStat(text) => {
             let choice = explicit_catalog(args)?.context(
-                "--import of perf stat output needs the CPU the counts were taken on: --cpu NAME \
+                "--import of perf stat output needs the CPU the counts were taken on: --cpu-model NAME \
                  (e.g. neoverse-n1) or --spec FILE",
             )?;
             if args.per_phase {
@@ -386,7 +387,7 @@ pub(crate) fn sidecar_json(sc: &Sidecar, path: &Path) -> anyhow::Result<String> 
     Ok(report::render_json(&sidecar_report(&d.args, sc, path)?))
 }
 
-/// The report of a sidecar's counters: the catalog of its CPU (or --cpu/--spec), per-core and
+/// The report of a sidecar's counters: the catalog of its CPU (or --cpu-model/--spec), per-core and
 /// phase scopes, intervals from its timeline.
 fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Result<Report> {
     let name = path.display().to_string();
@@ -565,7 +566,7 @@ const NO_PMU_HELP: &str = "spelunk topdown counts with the CPU's hardware PMU, w
 does not offer. Nothing was counted. To count here, run the command under spelunk's emulated \
 Neoverse N1: `spelunk topdown --emulate -- CMD`. To analyse counts taken on an Arm machine: \
 `perf stat -x, -e <events> -o counts.csv -- CMD` there, then \
-`spelunk topdown --import counts.csv --cpu neoverse-n1` here (see --help)";
+`spelunk topdown --import counts.csv --cpu-model neoverse-n1` here (see --help)";
 
 fn plan<S: PerfSys + ?Sized>(args: &TopdownArgs, sys: &S) -> anyhow::Result<Vec<Plan>> {
     let system = detect::detect(&args.sysfs_root).context(NO_PMU_HELP)?;
