@@ -8,7 +8,8 @@
 #                                       the arm64 apt architecture (for Debian's arm64 kernel and
 #                                       its headers, scripts/arm64-vm.sh)
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
-#   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest (the Python tests read our Parquet)
+#   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest, jsonschema (the Python tests read our
+#                                       Parquet and check our JSON against its schemas)
 #   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
 #                                       HTML report test (tests/browser); never downloads a browser
 set -euo pipefail
@@ -29,11 +30,11 @@ for mode in "$@"; do
       need_cmd qemu-aarch64 || want_apt+=(qemu-user)
       ;;
     python)
-      if ! python3 -c 'import pyarrow, pandas, pytest' 2>/dev/null; then
-        echo "ensure-deps: installing pyarrow, pandas, pytest (pip)"
+      if ! python3 -c 'import pyarrow, pandas, pytest, jsonschema' 2>/dev/null; then
+        echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema (pip)"
         python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-          pyarrow pandas pytest \
-          || { echo "spelunk's Python tests need: python3 -m pip install pyarrow pandas pytest" >&2; exit 1; }
+          pyarrow pandas pytest jsonschema \
+          || { echo "spelunk's Python tests need: python3 -m pip install pyarrow pandas pytest jsonschema" >&2; exit 1; }
       fi
       ;;
     browser)

@@ -7,6 +7,7 @@
 //! the timelines `spelunk record --no-spe` writes: their clock is named by
 //! `config.timeline_clock` (`CLOCK_MONOTONIC`).
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub const SIDECAR_SCHEMA: &str = "spelunk-sidecar/1";
 
 /// A phase (`spelunk_phase_begin`/`end`) of one thread.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Phase {
     pub name: String,
     pub pid: Option<u32>,
@@ -28,7 +29,7 @@ pub struct Phase {
 }
 
 /// A data object named through the annotation API (or a tagged mapping).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NamedObject {
     pub name: String,
     pub pid: Option<u32>,
@@ -43,7 +44,7 @@ pub struct NamedObject {
 
 /// A heap block (or anonymous mmap) logged by the LD_PRELOAD runtime with its allocation
 /// call stack (return addresses, innermost first; the first is in the allocating function).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Allocation {
     pub pid: u32,
     pub tid: u32,
@@ -58,7 +59,7 @@ pub struct Allocation {
 }
 
 /// A snapshot of counter values (cumulative since the thread's start).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CounterSnapshot {
     /// The thread running when the snapshot was taken (0: none, e.g. the final snapshot).
     pub tid: u32,
@@ -81,7 +82,7 @@ pub struct CounterSnapshot {
 
 /// An event that was asked for and not counted, and why (the PMU does not implement it, or
 /// there is no PMU). Never recorded as a 0 count.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NotCounted {
     pub code: u32,
     pub name: String,
@@ -89,7 +90,7 @@ pub struct NotCounted {
 }
 
 /// PMU counts recorded with the profile.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Counters {
     /// (architected event code, name) of each value column.
     pub events: Vec<(u32, String)>,
@@ -103,7 +104,9 @@ pub struct Counters {
 }
 
 /// Mapping classes of resident memory (docs/record.md, "--no-spe").
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MappingClass {
     /// The brk heap (`[heap]`).
@@ -117,7 +120,7 @@ pub enum MappingClass {
 }
 
 /// Resident bytes of one NUMA node, per mapping class.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NodeResident {
     /// The NUMA node; `None` when the kernel does not say (no NUMA support: smaps).
     pub node: Option<u32>,
@@ -154,7 +157,7 @@ impl NodeResident {
 }
 
 /// Resident memory of the recorded process tree at one moment.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CapacitySample {
     pub time_ns: u64,
     /// Processes of the tree whose memory was read.
@@ -221,7 +224,7 @@ impl CapacityTimeline {
 
 /// Temporal capacity: resident memory of the process tree per NUMA node and mapping class,
 /// sampled at an interval ([NMO paper §VI]'s capacity profiling).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CapacityTimeline {
     /// `numa_maps` (per node) or `smaps` (the kernel has no NUMA support: node unknown).
     pub source: String,
@@ -233,7 +236,7 @@ pub struct CapacityTimeline {
 }
 
 /// Exact accesses to one annotated object (emulator ground truth).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ObjectTruth {
     pub name: String,
     pub address: u64,
@@ -246,7 +249,7 @@ pub struct ObjectTruth {
 }
 
 /// What the emulator knows exactly.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GroundTruth {
     pub objects: Vec<ObjectTruth>,
     /// Named totals (e.g. SAMPLE_POP, loads per level) over the run.
@@ -254,7 +257,7 @@ pub struct GroundTruth {
 }
 
 /// The sidecar file. Missing fields read as empty, so newer writers stay readable.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct Sidecar {
     pub schema: String,
@@ -299,6 +302,12 @@ pub enum SidecarError {
 }
 
 impl Sidecar {
+    /// The sidecar's JSON Schema (draft 2020-12), generated from these types
+    /// (docs/schemas/sidecar.schema.json is this, checked by a test).
+    pub fn json_schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Sidecar)).unwrap_or_default()
+    }
+
     pub fn new(source: &str) -> Sidecar {
         Sidecar {
             schema: SIDECAR_SCHEMA.into(),
