@@ -103,7 +103,12 @@ impl RecordingContext {
                 (true, _) => {
                     Some("jitter on; caps/ernd is not recorded, assumed 0 (base + 128)".into())
                 }
-                (false, _) => None,
+                (false, _) => Some(
+                    "fixed interval (no jitter): a loop whose operation count shares a factor \
+                     with the interval can be sampled at the same few operations every time, or \
+                     never; record with jitter (spelunk record's default)"
+                        .into(),
+                ),
             };
             Sampling {
                 requested_period: requested,

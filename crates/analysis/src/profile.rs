@@ -1082,7 +1082,7 @@ pub fn sampling_quality(
     if accuracy.is_some_and(|a| a < 0.95) && sampling.is_some_and(|s| !s.jitter) {
         notes.push(
             "accuracy below 95% without jitter: a fixed interval can alias with loop lengths \
-             (record with --jitter)"
+             (record with jitter, spelunk record's default)"
                 .into(),
         );
     }
