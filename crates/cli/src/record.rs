@@ -312,20 +312,7 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
         &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
         &[&args.output, &sidecar],
     )?;
-    let runtime = if args.no_runtime || command.is_empty() {
-        None
-    } else {
-        match spelunk_record::runtime_log::locate_runtime() {
-            Ok(lib) => Some(lib),
-            Err(why) => {
-                eprintln!(
-                    "spelunk record: note: {why}: recording without include/spelunk.h phases \
-                     and objects and without heap blocks"
-                );
-                None
-            }
-        }
-    };
+    let runtime = runtime_for(&args, &command);
     let interval_ms = args.capacity_interval.unwrap_or(100);
     if interval_ms == 0 {
         bail!("--capacity-interval 0: the interval must be at least 1 ms");
@@ -389,6 +376,24 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
     );
     let code = rec.exit_status.as_ref().map(exit_code).unwrap_or(0);
     Ok(ExitCode::from(code))
+}
+
+/// libspelunk.so to preload into `command`, unless --no-runtime or there is no command; a
+/// runtime that cannot be found is a note, not an error.
+fn runtime_for(args: &RecordArgs, command: &[String]) -> Option<PathBuf> {
+    if args.no_runtime || command.is_empty() {
+        return None;
+    }
+    match spelunk_record::runtime_log::locate_runtime() {
+        Ok(lib) => Some(lib),
+        Err(why) => {
+            eprintln!(
+                "spelunk record: note: {why}: recording without include/spelunk.h phases and \
+                 objects and without heap blocks"
+            );
+            None
+        }
+    }
 }
 
 /// The program's exit status as a process exit code (128+N for signal N, as shells do).
@@ -465,19 +470,7 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let pmu = timeline::detect_counter_pmu(std::path::Path::new("/"));
-    let runtime = if args.no_runtime {
-        None
-    } else {
-        match spelunk_record::runtime_log::locate_runtime() {
-            Ok(lib) => Some(lib),
-            Err(why) => {
-                eprintln!(
-                    "spelunk record: note: {why}: recording without include/spelunk.h phases"
-                );
-                None
-            }
-        }
-    };
+    let runtime = runtime_for(&args, &command);
     let options = TimelineOptions {
         runtime,
         interval_ns,

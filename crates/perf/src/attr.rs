@@ -45,6 +45,28 @@ fn u32_at(b: &[u8], o: usize) -> Option<u32> {
 }
 
 impl EventAttr {
+    /// An attr of perf 6.1's size (128 bytes) for event `config` of PMU `type_`, with these
+    /// flags and `sample_type`; every other field zero or absent (set them with `..`).
+    pub fn new(type_: u32, config: u64, period: u64, sample_type: u64, flags: u64) -> EventAttr {
+        EventAttr {
+            type_,
+            size: abi::attr::SIZE_PERF_6_1,
+            config,
+            config1: 0,
+            config2: 0,
+            config3: None,
+            sample_period_or_freq: period,
+            sample_type,
+            read_format: 0,
+            flags,
+            wakeup_events_or_watermark: 0,
+            clockid: None,
+            aux_watermark: None,
+            name: None,
+            ids: Vec::new(),
+        }
+    }
+
     /// Parses the attr at the start of `bytes`, which must hold at least `PERF_ATTR_SIZE_VER0`
     /// (64) bytes and at least as many as the attr's own `size` says, up to what is given.
     pub fn parse(bytes: &[u8]) -> Result<EventAttr, String> {

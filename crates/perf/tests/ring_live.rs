@@ -9,17 +9,12 @@ use spelunk_perf::ring::{EventFd, MappedRing};
 use spelunk_perf::{EventAttr, SidebandRecord};
 
 fn dummy_attr() -> EventAttr {
-    EventAttr {
-        type_: event_type::SOFTWARE,
-        size: 128,
-        config: event_type::SW_DUMMY,
-        config1: 0,
-        config2: 0,
-        config3: None,
-        sample_period_or_freq: 1,
-        sample_type: sample::TID | sample::TIME | sample::CPU | sample::IDENTIFIER,
-        read_format: 0,
-        flags: attr_flag::DISABLED
+    EventAttr::new(
+        event_type::SOFTWARE,
+        event_type::SW_DUMMY,
+        1,
+        sample::TID | sample::TIME | sample::CPU | sample::IDENTIFIER,
+        attr_flag::DISABLED
             | attr_flag::ENABLE_ON_EXEC
             | attr_flag::EXCLUDE_KERNEL
             | attr_flag::EXCLUDE_HV
@@ -29,12 +24,7 @@ fn dummy_attr() -> EventAttr {
             | attr_flag::SAMPLE_ID_ALL
             | attr_flag::MMAP2
             | attr_flag::COMM_EXEC,
-        wakeup_events_or_watermark: 0,
-        clockid: None,
-        aux_watermark: None,
-        name: None,
-        ids: Vec::new(),
-    }
+    )
 }
 
 #[test]

@@ -57,22 +57,10 @@ impl EmulatorInstall {
     /// (`target/<profile>/spelunk` → `../../emulator/build/lib`) and `../lib/spelunk/emulator`
     /// (an installed layout). `valgrind` is `$VALGRIND` or the one on PATH.
     pub fn locate() -> Result<EmulatorInstall, EmulatorError> {
-        let mut candidates: Vec<PathBuf> = Vec::new();
-        if let Some(dir) = std::env::var_os("SPELUNK_EMULATOR_LIB") {
-            candidates.push(PathBuf::from(dir));
-        } else if let Ok(exe) = std::env::current_exe() {
-            let exe = exe.canonicalize().unwrap_or(exe);
-            if let Some(bin) = exe.parent() {
-                for up in [2usize, 3] {
-                    let mut root = bin.to_path_buf();
-                    for _ in 0..up {
-                        root.pop();
-                    }
-                    candidates.push(root.join("emulator/build/lib"));
-                }
-                candidates.push(bin.join("../lib/spelunk/emulator"));
-            }
-        }
+        let candidates: Vec<PathBuf> = match std::env::var_os("SPELUNK_EMULATOR_LIB") {
+            Some(dir) => vec![PathBuf::from(dir)],
+            None => crate::beside_binary("emulator/build/lib", "emulator"),
+        };
         let tool = tool_name();
         let lib_dir = candidates
             .iter()

@@ -375,21 +375,15 @@ fn spe_attr(pmu: &SpePmu, words: &[u64; 5], o: &HardwareOptions, command: bool) 
         flags |= f::EXCLUDE_KERNEL;
     }
     EventAttr {
-        type_: pmu.perf_type,
-        size: abi::attr::SIZE_PERF_6_1,
-        config: words[0],
         config1: words[1],
         config2: words[2],
-        config3: None,
-        sample_period_or_freq: o.period_ops,
-        sample_type: sample_id_type(),
-        read_format: 0,
-        flags,
-        wakeup_events_or_watermark: 0,
-        clockid: None,
-        aux_watermark: None,
-        name: None,
-        ids: Vec::new(),
+        ..EventAttr::new(
+            pmu.perf_type,
+            words[0],
+            o.period_ops,
+            sample_id_type(),
+            flags,
+        )
     }
 }
 
@@ -407,23 +401,13 @@ fn dummy_attr(o: &HardwareOptions, command: bool) -> EventAttr {
         | f::COMM_EXEC
         | f::CONTEXT_SWITCH
         | target_flags(o, command);
-    EventAttr {
-        type_: abi::event_type::SOFTWARE,
-        size: abi::attr::SIZE_PERF_6_1,
-        config: abi::event_type::SW_DUMMY,
-        config1: 0,
-        config2: 0,
-        config3: None,
-        sample_period_or_freq: 1,
-        sample_type: sample_id_type(),
-        read_format: 0,
+    EventAttr::new(
+        abi::event_type::SOFTWARE,
+        abi::event_type::SW_DUMMY,
+        1,
+        sample_id_type(),
         flags,
-        wakeup_events_or_watermark: 0,
-        clockid: None,
-        aux_watermark: None,
-        name: None,
-        ids: Vec::new(),
-    }
+    )
 }
 
 fn read_text(p: &Path) -> Option<String> {

@@ -33,3 +33,24 @@ pub fn hardware_spe_pmus() -> Vec<String> {
     v.sort();
     v
 }
+
+/// Where an installed or source-tree spelunk keeps a file it needs next to itself:
+/// `<source tree>/source_rel` for a binary built in a source tree (target/{release,debug}/ or
+/// target/<triple>/release/), then `<bin>/../lib/spelunk/installed_rel` (`make install`).
+pub(crate) fn beside_binary(source_rel: &str, installed_rel: &str) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        let exe = exe.canonicalize().unwrap_or(exe);
+        if let Some(bin) = exe.parent() {
+            for up in [2usize, 3] {
+                let mut root = bin.to_path_buf();
+                for _ in 0..up {
+                    root.pop();
+                }
+                out.push(root.join(source_rel));
+            }
+            out.push(bin.join("../lib/spelunk").join(installed_rel));
+        }
+    }
+    out
+}

@@ -560,22 +560,10 @@ impl RuntimeParts {
 /// `../lib/spelunk/libspelunk.so` next to the binary (an installed layout). The error lists
 /// where it looked.
 pub fn locate_runtime() -> Result<PathBuf, String> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    if let Some(p) = std::env::var_os("SPELUNK_RUNTIME") {
-        candidates.push(PathBuf::from(p));
-    } else if let Ok(exe) = std::env::current_exe() {
-        let exe = exe.canonicalize().unwrap_or(exe);
-        if let Some(bin) = exe.parent() {
-            for up in [2usize, 3] {
-                let mut root = bin.to_path_buf();
-                for _ in 0..up {
-                    root.pop();
-                }
-                candidates.push(root.join("runtime/build/libspelunk.so"));
-            }
-            candidates.push(bin.join("../lib/spelunk/libspelunk.so"));
-        }
-    }
+    let candidates: Vec<PathBuf> = match std::env::var_os("SPELUNK_RUNTIME") {
+        Some(p) => vec![PathBuf::from(p)],
+        None => crate::beside_binary("runtime/build/libspelunk.so", "libspelunk.so"),
+    };
     candidates
         .iter()
         .find(|p| p.is_file())
