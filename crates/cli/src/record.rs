@@ -188,12 +188,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
         &[&args.output, &sidecar, &trace],
     )?;
-    let install = EmulatorInstall::locate()?;
+    // Where the output goes is checked before the program runs (minutes under the emulator).
     if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
             bail!("{}: no such directory for the output", dir.display());
         }
     }
+    if args.output.is_dir() {
+        bail!(
+            "-o {}: is a directory; give the perf.data's file name",
+            args.output.display()
+        );
+    }
+    let install = EmulatorInstall::locate()?;
 
     let program = args.command[0].to_string_lossy().into_owned();
     eprintln!(

@@ -191,7 +191,9 @@ pub struct TopdownArgs {
 }
 
 pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
-    let inputs: Vec<&Path> = [&args.import, &args.record, &args.spec]
+    // --import of a perf.data reads the sidecar next to it: that is an input too.
+    let import_sidecar = args.import.as_deref().map(Sidecar::path_for);
+    let inputs: Vec<&Path> = [&args.import, &import_sidecar, &args.record, &args.spec]
         .into_iter()
         .filter_map(|p| p.as_deref())
         .collect();
@@ -418,6 +420,9 @@ fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Resu
     };
     let imported = sidecar::import(sc, &name, &choice.catalog, opts)?;
     let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
+    // What reading the sidecar dropped, said with the report.
+    let mut notes: Vec<String> = choice.note.into_iter().collect();
+    notes.extend(sc.problems.iter().cloned());
     Ok(import_report(
         &imported,
         &choice.catalog,
@@ -427,7 +432,7 @@ fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Resu
             per_scope: args.per_cpu,
             per_phase: args.per_phase,
             slots: args.slots,
-            notes: choice.note.into_iter().collect(),
+            notes,
         },
     ))
 }
