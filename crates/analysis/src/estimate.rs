@@ -295,6 +295,8 @@ pub struct EstimateReport {
     pub bandwidth_bytes_per_s: Option<f64>,
     /// Caveats that apply to this estimate.
     pub notes: Vec<String>,
+    /// What the recording lost (as `spelunk report` lists it; set by the caller).
+    pub losses: crate::model::Losses,
 }
 
 /// Inputs of [`EstimateReport::compute`] besides the spans.
@@ -391,6 +393,7 @@ impl EstimateReport {
             estimated_bytes: bytes,
             bandwidth_bytes_per_s: bw,
             notes,
+            losses: Default::default(),
         })
     }
 }

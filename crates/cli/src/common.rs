@@ -3,8 +3,10 @@
 use anyhow::bail;
 use clap::Args;
 use spelunk_decode::StreamDesc;
+use spelunk_perf::sidecar::{Sidecar, SidecarUse};
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::{CpuInterpretation, CpuModel, Interpretation, Midr};
+use std::path::Path;
 
 /// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
 #[derive(Args, Debug, Clone, Default)]
@@ -77,4 +79,51 @@ pub fn recording_inputs(file: &std::path::Path) -> [std::path::PathBuf; 2] {
         file.to_path_buf(),
         spelunk_perf::sidecar::Sidecar::path_for(file),
     ]
+}
+
+/// Whether to read the recording's sidecar (`FILE.spelunk.json`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SidecarArgs {
+    /// Analyse the recording without its sidecar (FILE.spelunk.json): no phases, named objects,
+    /// heap blocks or PMU counts, and a warning that says so. Without it, a sidecar that
+    /// cannot be read (cut, not JSON, another schema, not a regular file) is an error
+    #[arg(long)]
+    pub ignore_sidecar: bool,
+}
+
+/// The sidecar of the recording `file`, read the one way every command reads it
+/// ([`Sidecar::for_recording`]): an unreadable sidecar is an error that says how to go on
+/// without it; `--ignore-sidecar` leaves it out with a warning on standard error (and a problem
+/// in the losses). Returns the sidecar and the problems to list with the recording's losses.
+pub fn recording_sidecar(
+    file: &Path,
+    args: &SidecarArgs,
+) -> anyhow::Result<(Option<Sidecar>, Vec<String>)> {
+    let how = if args.ignore_sidecar {
+        SidecarUse::Ignore
+    } else {
+        SidecarUse::Read
+    };
+    let (sidecar, problems) = Sidecar::for_recording(file, how).map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; repair or move it, or pass --ignore-sidecar to analyse {} without it",
+            file.display()
+        )
+    })?;
+    if args.ignore_sidecar {
+        for p in &problems {
+            eprintln!("spelunk: warning: {p}");
+        }
+    }
+    Ok((sidecar, problems))
+}
+
+/// Why a recording that gave nothing may have given nothing: `; the recording is damaged:
+/// ...` when it is (cut short, a record cut off or malformed), else nothing. For the
+/// "no samples" errors, so a cut file is never reported as merely empty.
+pub fn damage_note(file: &PerfDataFile) -> String {
+    match file.damage() {
+        Some(p) => format!("; the recording is damaged: {}", p.message),
+        None => String::new(),
+    }
 }

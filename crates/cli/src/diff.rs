@@ -10,7 +10,7 @@ use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -63,10 +63,13 @@ pub struct DiffArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
-    let rec = Recording::open(path, &args.interp)?;
+    let rec = Recording::open(path, &args.interp, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
     let mut symbolizer = rec.symbolizer(&args.symbols)?;
@@ -94,14 +97,15 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     );
     if r.recording.samples_selected == 0 {
         bail!(
-            "{}: no samples{}; {} records were decoded",
+            "{}: no samples{}; {} records were decoded{}",
             r.recording.file,
             if r.filter.is_empty() {
                 String::new()
             } else {
                 format!(" matched the filter ({})", r.filter.join(", "))
             },
-            r.recording.samples_decoded
+            r.recording.samples_decoded,
+            rec.damage_note()
         );
     }
     Ok(r)

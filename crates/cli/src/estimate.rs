@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{pc_range, FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -97,6 +97,9 @@ pub struct EstimateArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 /// Counted samples of one (pid, PC) and what else was selected there.
@@ -126,7 +129,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
     if args.interval == Some(0) {
         bail!("--interval must be at least 1");
     }
-    let rec = Recording::open(&args.file, &args.interp)?;
+    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
     let mut filter = args.filter.filter(&rec.ctx)?;
     filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
     let mut selection = filter.describe();
@@ -147,13 +150,14 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
     let path = rec.path().to_string();
     if sel.selected == 0 {
         bail!(
-            "{path}: no samples matched{}; {} records were decoded",
+            "{path}: no samples matched{}; {} records were decoded{}",
             if selection.is_empty() {
                 String::new()
             } else {
                 format!(" the filter ({})", selection.join(", "))
             },
-            sel.decoded
+            sel.decoded,
+            rec.damage_note()
         );
     }
 
@@ -162,7 +166,10 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         let keys = per_pc.keys().filter_map(|(pid, pc)| pc.map(|p| (*pid, p)));
         let keep: HashSet<(Option<u32>, u64)> = rec.pcs_in_function(&mut symbolizer, keys, name);
         if keep.is_empty() {
-            bail!("{path}: no selected samples in a function named '{name}' (see `spelunk report {path}` for the sampled functions)");
+            bail!(
+                "{path}: no selected samples in a function named '{name}' (see `spelunk report {path}` for the sampled functions){}",
+                rec.damage_note()
+            );
         }
         per_pc.retain(|(pid, pc), _| pc.is_some_and(|p| keep.contains(&(*pid, p))));
         selection.push(format!("function {name}"));
@@ -178,9 +185,10 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
     }
     if span.samples == 0 {
         bail!(
-            "{path}: none of the {} selected samples are {} (choose others with --ops)",
+            "{path}: none of the {} selected samples are {} (choose others with --ops){}",
             not_counted,
-            counted.name()
+            counted.name(),
+            rec.damage_note()
         );
     }
 
@@ -262,6 +270,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
             l.undecodable_bytes
         ));
     }
+    report.losses = l;
     Ok(report)
 }
 

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 
 /// Where the recorded binaries and the kernel's symbols are (the same for every command that
 /// names code).
@@ -168,12 +168,15 @@ pub struct Recording {
 }
 
 impl Recording {
-    pub fn open(path: &Path, cpu: &CpuArgs) -> anyhow::Result<Recording> {
+    /// Opens `path` and its sidecar (an unreadable sidecar is an error, unless
+    /// `--ignore-sidecar`).
+    pub fn open(path: &Path, cpu: &CpuArgs, sidecar: &SidecarArgs) -> anyhow::Result<Recording> {
         let file = PerfDataFile::open_spe(path)
             .with_context(|| format!("{}: cannot open as an SPE recording", path.display()))?;
+        let (sidecar, problems) = crate::common::recording_sidecar(path, sidecar)?;
         let (plan, container) = plan_from_perf(&file);
         let interp = cpu.interpretation(&file, &plan.streams)?;
-        let ctx = RecordingContext::from_perf(&file);
+        let ctx = RecordingContext::from_perf(&file, sidecar, problems);
         Ok(Recording {
             file,
             plan,
@@ -233,9 +236,39 @@ impl Recording {
             .with_context(|| format!("{}: decoding", self.file.path()))
     }
 
-    /// Everything lost on the way (as `spelunk report` lists it).
+    /// For errors that found nothing to show: `; the recording is damaged: ...` when it is
+    /// (cut short, a record cut off or malformed), else its first problem (a feature section
+    /// cut off, a sidecar's dropped entries), else "". Damage is never left unsaid because
+    /// the command failed for another reason.
+    pub fn damage_note(&self) -> String {
+        let note = crate::common::damage_note(&self.file);
+        if !note.is_empty() {
+            return note;
+        }
+        let mut problems = self.container.problems.iter().chain(&self.ctx.problems);
+        match problems.next() {
+            Some(first) => {
+                let more = problems.count();
+                format!(
+                    "; the recording has problems: {first}{}",
+                    if more > 0 {
+                        format!(" (and {more} more: see `spelunk report`)")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            None => String::new(),
+        }
+    }
+
+    /// Everything lost on the way, the same for every command: the decoder's and the
+    /// container's losses, the container's problems (a cut file, with its byte offsets) and
+    /// the sidecar's.
     pub fn losses(&self, stats: &DecodeStats) -> Losses {
         let c = &self.container;
+        let mut problems = c.problems.clone();
+        problems.extend(self.ctx.problems.iter().cloned());
         Losses {
             undecodable_bytes: stats.bad_bytes,
             dropped_records: stats.dropped_records,
@@ -246,7 +279,7 @@ impl Recording {
             aux_collision: c.aux_collision,
             lost_events: c.lost_events,
             lost_records: c.lost_records,
-            problems: c.problems.clone(),
+            problems,
         }
     }
 
