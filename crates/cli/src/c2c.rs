@@ -43,11 +43,11 @@ pub struct C2cArgs {
     pub file: PathBuf,
 
     /// Cache line size in bytes (a power of two)
-    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    #[arg(long, default_value_t = 64, value_name = "BYTES", allow_negative_numbers = true, value_parser = crate::common::values::line_size)]
     pub line_size: u64,
 
     /// Lines to show
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
     /// Print the report as JSON (schema spelunk-c2c/1)

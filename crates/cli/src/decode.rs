@@ -71,7 +71,7 @@ pub struct DecodeArgs {
     pub raw: bool,
 
     /// With --raw: the CPU the buffer was recorded on (printed in the cpu column)
-    #[arg(long = "raw-cpu", alias = "cpu", value_name = "N", requires = "raw")]
+    #[arg(long = "raw-cpu", alias = "cpu", value_name = "N", requires = "raw", allow_negative_numbers = true, value_parser = crate::common::values::id)]
     pub cpu: Option<u32>,
 
     #[command(flatten)]

@@ -48,7 +48,7 @@ pub struct DiffArgs {
     pub by: DiffBy,
 
     /// Rows per table
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
     /// Print the comparison as JSON (schema spelunk-diff/1; every row)

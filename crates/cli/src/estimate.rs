@@ -65,24 +65,24 @@ pub struct EstimateArgs {
     pub ops: Option<String>,
 
     /// Bytes each counted operation transfers (default: decoded from each sampled instruction)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::bytes_per_op)]
     pub bytes_per_op: Option<u64>,
 
     /// Use this sampling interval instead of deriving it from the recording
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::sampling_interval)]
     pub interval: Option<u64>,
 
     /// The CPU's /sys/bus/event_source/devices/arm_spe_0/caps/ernd (not recorded in perf.data;
     /// default 0, as on Neoverse N1)
-    #[arg(long, value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    #[arg(long, value_name = "0|1", allow_negative_numbers = true, value_parser = crate::common::values::ernd)]
     pub ernd: Option<u8>,
 
     /// Timer frequency of the SPE timestamps, instead of the recording's TIME_CONV
-    #[arg(long, value_name = "HZ")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = crate::common::values::frequency_hz)]
     pub timer_hz: Option<f64>,
 
     /// CPU clock in GHz, to also give the derived latency in cycles
-    #[arg(long, value_name = "GHZ")]
+    #[arg(long, value_name = "GHZ", allow_negative_numbers = true, value_parser = crate::common::values::clock_ghz)]
     pub cpu_ghz: Option<f64>,
 
     /// Print the estimate as JSON (schema spelunk-estimate/1)
@@ -123,12 +123,6 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
             EstimateKind::Bandwidth => CountedOps::Memory,
         },
     };
-    if args.bytes_per_op == Some(0) {
-        bail!("--bytes-per-op must be at least 1");
-    }
-    if args.interval == Some(0) {
-        bail!("--interval must be at least 1");
-    }
     let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
     let mut filter = args.filter.filter(&rec.ctx)?;
     filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;

@@ -44,11 +44,11 @@ pub struct FilterArgs {
     pub event: Option<String>,
 
     /// Only these processes (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = crate::common::values::id)]
     pub pid: Vec<u32>,
 
     /// Only these threads (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = crate::common::values::id)]
     pub tid: Vec<u32>,
 
     /// Only samples from these CPUs (comma-separated)
@@ -56,7 +56,8 @@ pub struct FilterArgs {
         long = "cpus",
         alias = "cpu",
         value_delimiter = ',',
-        value_name = "CPUS"
+        value_name = "CPUS",
+        allow_negative_numbers = true, value_parser = crate::common::values::id
     )]
     pub cpus: Vec<u32>,
 
@@ -90,6 +91,18 @@ pub fn pair<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow
     }
 }
 
+/// A `--time-range FROM,TO` value: seconds since the first sample, finite, 0 <= FROM < TO.
+pub fn time_range(s: &str) -> anyhow::Result<(f64, f64)> {
+    let finite = |x: &str| x.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+    match pair(s, "--time-range", finite) {
+        Ok((a, b)) if 0.0 <= a && a < b => Ok((a, b)),
+        _ => bail!(
+            "--time-range '{s}': expected FROM,TO in seconds since the first sample, two finite \
+             numbers with 0 <= FROM < TO"
+        ),
+    }
+}
+
 /// A `--pc-range FROM,TO` value.
 pub fn pc_range(s: &str) -> anyhow::Result<(u64, u64)> {
     let (a, b) = pair(s, "--pc-range", parse_u64)?;
@@ -113,11 +126,7 @@ impl FilterArgs {
             pids: self.pid.clone(),
             tids: self.tid.clone(),
             cpus: self.cpus.clone(),
-            time_range_s: self
-                .time_range
-                .as_deref()
-                .map(|s| pair(s, "--time-range", |x| x.trim().parse::<f64>().ok()))
-                .transpose()?,
+            time_range_s: self.time_range.as_deref().map(time_range).transpose()?,
             pc_range: None,
             event,
             pcs: None,

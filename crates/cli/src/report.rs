@@ -94,7 +94,7 @@ pub struct ReportArgs {
     pub sort: HotspotSort,
 
     /// Rows per table (with --c2c: cache lines)
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
     /// Add cache lines shared between cores (the tables of `spelunk c2c`, for the same samples)
@@ -102,7 +102,7 @@ pub struct ReportArgs {
     pub c2c: bool,
 
     /// With --c2c: cache line size in bytes (a power of two)
-    #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c")]
+    #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c", allow_negative_numbers = true, value_parser = crate::common::values::line_size)]
     pub line_size: u64,
 
     #[command(flatten)]

@@ -83,11 +83,11 @@ pub struct TopdownArgs {
 
     /// Also print a timeline with one row per interval of MS milliseconds (fractions allowed
     /// with --emulate and sidecars, e.g. 0.5; live runs read at most every 10 ms)
-    #[arg(short = 'I', long = "interval", value_name = "MS")]
+    #[arg(short = 'I', long = "interval", value_name = "MS", allow_negative_numbers = true, value_parser = crate::common::values::interval_ms)]
     pub interval_ms: Option<f64>,
 
     /// Count an existing process (and the children it creates from now on)
-    #[arg(short = 'p', long, value_name = "PID", conflicts_with_all = ["all_cpus", "cpus"])]
+    #[arg(short = 'p', long, value_name = "PID", conflicts_with_all = ["all_cpus", "cpus"], allow_negative_numbers = true, value_parser = crate::common::values::process)]
     pub pid: Option<i32>,
 
     /// Count everything on all CPUs (needs perf_event_paranoid <= 0 or CAP_PERFMON)
@@ -99,7 +99,7 @@ pub struct TopdownArgs {
     pub cpus: Option<String>,
 
     /// With -p/-a/-C and no command: stop after this many seconds (default: Ctrl-C)
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::common::values::duration_s)]
     pub duration: Option<f64>,
 
     /// Do not count: compute from FILE, either `perf stat -x, ...` or `-x; ...` output, or a
@@ -153,12 +153,12 @@ pub struct TopdownArgs {
     pub per_phase: bool,
 
     /// Slots per cycle to use instead of the PMU's caps/slots or the catalog's width
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::small_count)]
     pub slots: Option<u32>,
 
     /// Programmable counters per group to schedule for, instead of probing them
-    #[arg(long, value_name = "N")]
-    pub counters: Option<usize>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::small_count)]
+    pub counters: Option<u32>,
 
     /// Run the command once per counter group instead of multiplexing the groups; warns when
     /// the runs disagree (their cycle or instruction counts differ by more than 5 %)
@@ -206,11 +206,6 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
             explicit_catalog(&args)?.context("--list needs --cpu-model NAME or --spec FILE")?;
         print!("{}", list_catalog(&choice.catalog));
         return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(ms) = args.interval_ms {
-        if !(ms.is_finite() && ms > 0.0) {
-            bail!("-I {ms}: the interval must be a positive number of milliseconds");
-        }
     }
     if args.per_phase && !args.emulate && args.import.is_none() {
         bail!(
@@ -610,7 +605,7 @@ fn plan<S: PerfSys + ?Sized>(args: &TopdownArgs, sys: &S) -> anyhow::Result<Vec<
         let mut notes: Vec<String> = choice.note.into_iter().collect();
         let counters = match args.counters {
             Some(n) => Counters {
-                programmable: n,
+                programmable: n as usize,
                 cycle_counter: true,
                 source: "user".into(),
             },
