@@ -72,6 +72,8 @@ pub struct AnnotateReport {
     #[serde(skip)]
     pub sources: HashMap<String, Arc<Vec<String>>>,
     pub notes: Vec<String>,
+    /// What the recording lost (as `spelunk report` lists it; set by the caller).
+    pub losses: crate::model::Losses,
 }
 
 /// What to annotate: a function of a file, and the samples in it keyed by ELF virtual address.
@@ -216,5 +218,6 @@ pub fn annotate(
         unplaced_samples: unplaced,
         sources,
         notes,
+        losses: Default::default(),
     })
 }

@@ -14,7 +14,7 @@ use spelunk_perf::sidecar::Sidecar;
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::CpuModel;
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The recording's processes and sampling configuration.
@@ -28,7 +28,8 @@ pub struct RecordingContext {
     pub sidecar: Option<Arc<Sidecar>>,
     /// Phases from the sidecar (empty without one).
     pub phases: Arc<PhaseIndex>,
-    /// What could not be read (a damaged sidecar), for the report's problems list.
+    /// What the sidecar lacks or dropped (not used on request, inconsistent entries), for the
+    /// recording's losses.
     pub problems: Vec<String>,
 }
 
@@ -37,7 +38,13 @@ fn u32_of(v: i32) -> Option<u32> {
 }
 
 impl RecordingContext {
-    pub fn from_perf(file: &PerfDataFile) -> RecordingContext {
+    /// The context of `file` with its sidecar, as [`Sidecar::for_recording`] read it (and the
+    /// problems it found).
+    pub fn from_perf(
+        file: &PerfDataFile,
+        sidecar: Option<Sidecar>,
+        problems: Vec<String>,
+    ) -> RecordingContext {
         let sb = &file.sideband;
         let mut spaces = AddressSpaces::new();
         // Forks in time order, so children inherit the mappings their parent had by then.
@@ -119,14 +126,7 @@ impl RecordingContext {
                 note,
             }
         });
-        let mut problems = Vec::new();
-        let sidecar = match Sidecar::find(Path::new(file.path())) {
-            Ok(s) => s.map(Arc::new),
-            Err(e) => {
-                problems.push(format!("sidecar not used: {e}"));
-                None
-            }
-        };
+        let sidecar = sidecar.map(Arc::new);
         let phases = Arc::new(
             sidecar
                 .as_ref()

@@ -21,6 +21,8 @@ pub struct DiffSide {
     pub file: String,
     pub samples_decoded: u64,
     pub samples_selected: u64,
+    /// What this recording lost (as `spelunk report` lists it).
+    pub losses: crate::model::Losses,
 }
 
 /// A data source's share of a group's loads on both sides.
@@ -75,6 +77,7 @@ fn side(r: &Report) -> DiffSide {
         file: r.recording.file.clone(),
         samples_decoded: r.recording.samples_decoded,
         samples_selected: r.recording.samples_selected,
+        losses: r.recording.losses.clone(),
     }
 }
 

@@ -33,16 +33,30 @@ pub fn base_interval(requested: Option<u64>, min_interval: u64) -> u64 {
 /// | 1      | 0         | base + 128       |
 /// | 1      | 1         | base + 1         |
 pub fn effective_interval(base: u64, jitter: bool, ernd: bool) -> u64 {
+    // Saturating: a recording's minimum interval is a file value, not necessarily sane.
     if jitter && !ernd {
-        base + 128
+        base.saturating_add(128)
     } else {
-        base + 1
+        base.saturating_add(1)
     }
 }
 
-/// Operations executed while `samples` operations were sampled at `interval`.
+/// Operations executed while `samples` operations were sampled at `interval` (saturated at
+/// `u64::MAX`, which [`EstimateReport::compute`] says in a note).
 pub fn estimated_operations(samples: u64, interval: u64) -> u64 {
     samples.saturating_mul(interval)
+}
+
+/// The note for a figure that did not fit 64 bits and was saturated, or `None` when `exact`
+/// holds it.
+fn saturation_note(what: &str, formula: &str, exact: Option<u64>) -> Option<String> {
+    exact.is_none().then(|| {
+        format!(
+            "{formula} does not fit 64 bits: the {what} is saturated at {} and is a lower \
+             bound, not the count (are the interval and the samples right?)",
+            u64::MAX
+        )
+    })
 }
 
 /// Derived latency in ns per operation ([SPE methodology §4.2.4]): `elapsed_ns / (samples × interval)`.
@@ -295,6 +309,8 @@ pub struct EstimateReport {
     pub bandwidth_bytes_per_s: Option<f64>,
     /// Caveats that apply to this estimate.
     pub notes: Vec<String>,
+    /// What the recording lost (as `spelunk report` lists it; set by the caller).
+    pub losses: crate::model::Losses,
 }
 
 /// Inputs of [`EstimateReport::compute`] besides the spans.
@@ -331,6 +347,11 @@ impl EstimateReport {
         let interval = setup.interval.interval;
         let ops = estimated_operations(span.samples, interval);
         let mut notes = Vec::new();
+        notes.extend(saturation_note(
+            "estimated operation count",
+            &format!("{} samples x interval {interval}", span.samples),
+            span.samples.checked_mul(interval),
+        ));
         if setup.cpus > 1 {
             notes.push(format!(
                 "the samples come from {} CPUs: the time span is wall-clock time, so operations on different CPUs overlap in it",
@@ -361,6 +382,13 @@ impl EstimateReport {
                     .as_ref()
                     .ok_or("a bandwidth estimate needs the bytes per operation")?;
                 let total = b.sample_bytes.saturating_mul(interval);
+                notes.extend(saturation_note(
+                    "estimated byte count",
+                    &format!("{} sampled bytes x interval {interval}", b.sample_bytes),
+                    b.sample_bytes
+                        .checked_mul(interval)
+                        .filter(|_| b.sample_bytes < u64::MAX),
+                ));
                 bytes = Some(total);
                 bw = (elapsed_ns > 0.0).then(|| total as f64 / (elapsed_ns * 1e-9));
             }
@@ -391,6 +419,7 @@ impl EstimateReport {
             estimated_bytes: bytes,
             bandwidth_bytes_per_s: bw,
             notes,
+            losses: Default::default(),
         })
     }
 }
@@ -518,6 +547,42 @@ mod tests {
         let l = r.derived_latency_ns.unwrap();
         assert!((l - 183_341_080.0 / 435_415_680.0).abs() < 1e-15);
         assert!((r.derived_latency_cycles.unwrap() - l * 2.8).abs() < 1e-12);
+    }
+
+    /// A product past 64 bits is saturated and said so; an exact one has no such note.
+    #[test]
+    fn saturated_products_are_said() {
+        let span = PcSpan {
+            samples: 3,
+            loads: 3,
+            stores: 0,
+            untimed: 0,
+            first_tick: Some(0),
+            last_tick: Some(100),
+        };
+        let mut setup = paper_setup(EstimateKind::Latency, None);
+        // 3 x (2^63 - 1) overflows; u64::MAX / 3 x 3 does not.
+        setup.interval =
+            IntervalDerivation::derive(None, None, None, None, Some(i64::MAX as u64)).unwrap();
+        let r = EstimateReport::compute(setup, &span).unwrap();
+        assert_eq!(r.estimated_operations, u64::MAX);
+        let note = r.notes.iter().find(|n| n.contains("saturated")).unwrap();
+        assert!(
+            note.contains(&format!("3 samples x interval {}", i64::MAX)),
+            "{note}"
+        );
+        let mut setup = paper_setup(EstimateKind::Latency, None);
+        setup.interval =
+            IntervalDerivation::derive(None, None, None, None, Some(u64::MAX / 3)).unwrap();
+        let r = EstimateReport::compute(setup, &span).unwrap();
+        assert_eq!(r.estimated_operations, u64::MAX / 3 * 3);
+        assert!(
+            !r.notes.iter().any(|n| n.contains("saturated")),
+            "{:?}",
+            r.notes
+        );
+        // A recording's absurd minimum interval saturates the applied interval, no overflow.
+        assert_eq!(effective_interval(u64::MAX - 5, true, false), u64::MAX);
     }
 
     #[test]

@@ -250,6 +250,13 @@ pub struct Losses {
     pub problems: Vec<String>,
 }
 
+impl Losses {
+    /// Nothing lost, nothing wrong.
+    pub fn is_empty(&self) -> bool {
+        *self == Losses::default()
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RecordingInfo {
     pub file: String,

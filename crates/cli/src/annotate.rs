@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 /// Annotate a function: its instructions with the samples, load latency, data sources and
@@ -55,15 +55,18 @@ pub struct AnnotateArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
-    let rec = Recording::open(&args.file, &args.interp)?;
+    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let described = filter.describe();
     let mut sel = Selector::new(&rec.interp, filter);
     let mut per_pc: HashMap<(Option<u32>, u64), Agg> = HashMap::new();
-    rec.decode(|s| {
+    let stats = rec.decode(|s| {
         let Some(x) = sel.select(s) else { return };
         if let Some(pc) = x.pc {
             per_pc
@@ -76,8 +79,9 @@ pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     let name = args.symbol.as_str();
     if sel.selected == 0 {
         bail!(
-            "{path}: no samples matched; {} records were decoded",
-            sel.decoded
+            "{path}: no samples matched; {} records were decoded{}",
+            sel.decoded,
+            rec.damage_note()
         );
     }
 
@@ -117,12 +121,13 @@ pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     let Some(((dso, start_off), per_offset)) = ranked.next() else {
         let missing: Vec<&str> = symbolizer.missing_files().collect();
         bail!(
-            "{path}: no selected samples in a function named '{name}'{} (see `spelunk report {path}` for the sampled functions)",
+            "{path}: no selected samples in a function named '{name}'{} (see `spelunk report {path}` for the sampled functions){}",
             if missing.is_empty() {
                 String::new()
             } else {
                 format!("; binaries not found here: {}", missing.join(", "))
-            }
+            },
+            rec.damage_note()
         );
     };
     let others: Vec<String> = ranked
@@ -152,6 +157,7 @@ pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     if args.no_source {
         report.sources.clear();
     }
+    report.losses = rec.losses(&stats);
     Ok(report)
 }
 

@@ -13,7 +13,7 @@ use spelunk_spe::{DecodeStats, SpeSample};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 /// Find cache lines that move between cores (false and true sharing), like `perf c2c report`.
@@ -43,11 +43,11 @@ pub struct C2cArgs {
     pub file: PathBuf,
 
     /// Cache line size in bytes (a power of two)
-    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    #[arg(long, default_value_t = 64, value_name = "BYTES", allow_negative_numbers = true, value_parser = crate::common::values::line_size)]
     pub line_size: u64,
 
     /// Lines to show
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
     /// Print the report as JSON (schema spelunk-c2c/1)
@@ -66,6 +66,9 @@ pub struct C2cArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 /// `--line-size`: a power of two of at least 8 bytes.
@@ -160,7 +163,7 @@ impl<'a> C2cScan<'a> {
 
 pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
     check_line_size(args.line_size)?;
-    let rec = Recording::open(&args.file, &args.interp)?;
+    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let described = filter.describe();
 
@@ -170,19 +173,21 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
     let path = rec.path().to_string();
     if scan.selected() == 0 {
         bail!(
-            "{path}: no samples matched{}; {} records were decoded",
+            "{path}: no samples matched{}; {} records were decoded{}",
             if described.is_empty() {
                 String::new()
             } else {
                 format!(" the filter ({})", described.join(", "))
             },
-            scan.decoded()
+            scan.decoded(),
+            rec.damage_note()
         );
     }
     if scan.records() == 0 {
         bail!(
-            "{path}: none of the {} selected samples is a load or store with a data address (record with load_filter=1,store_filter=1)",
-            scan.selected()
+            "{path}: none of the {} selected samples is a load or store with a data address (record with load_filter=1,store_filter=1){}",
+            scan.selected(),
+            rec.damage_note()
         );
     }
 

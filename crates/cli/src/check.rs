@@ -34,8 +34,13 @@ pub struct CheckArgs {
 
 pub fn run(args: CheckArgs) -> anyhow::Result<ExitCode> {
     let root = args.sysroot.clone().unwrap_or_else(|| PathBuf::from("/"));
-    if !root.is_dir() {
-        anyhow::bail!("--sysroot {}: not a directory", root.display());
+    match std::fs::metadata(&root) {
+        Err(e) => anyhow::bail!("--sysroot {}: {e}", root.display()),
+        Ok(m) if !m.is_dir() => anyhow::bail!(
+            "--sysroot {}: not a directory (a copy of a machine's /sys and /proc is one)",
+            root.display()
+        ),
+        Ok(_) => {}
     }
     let check = MachineCheck::probe(&root);
     if args.json {

@@ -3,8 +3,10 @@
 use anyhow::bail;
 use clap::Args;
 use spelunk_decode::StreamDesc;
+use spelunk_perf::sidecar::{Sidecar, SidecarUse};
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::{CpuInterpretation, CpuModel, Interpretation, Midr};
+use std::path::Path;
 
 /// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
 #[derive(Args, Debug, Clone, Default)]
@@ -77,4 +79,154 @@ pub fn recording_inputs(file: &std::path::Path) -> [std::path::PathBuf; 2] {
         file.to_path_buf(),
         spelunk_perf::sidecar::Sidecar::path_for(file),
     ]
+}
+
+/// Whether to read the recording's sidecar (`FILE.spelunk.json`).
+#[derive(Args, Debug, Clone, Default)]
+pub struct SidecarArgs {
+    /// Analyse the recording without its sidecar (FILE.spelunk.json): no phases, named objects,
+    /// heap blocks or PMU counts, and a warning that says so. Without it, a sidecar that
+    /// cannot be read (cut, not JSON, another schema, not a regular file) is an error
+    #[arg(long)]
+    pub ignore_sidecar: bool,
+}
+
+/// The sidecar of the recording `file`, read the one way every command reads it
+/// ([`Sidecar::for_recording`]): an unreadable sidecar is an error that says how to go on
+/// without it; `--ignore-sidecar` leaves it out with a warning on standard error (and a problem
+/// in the losses). Returns the sidecar and the problems to list with the recording's losses.
+pub fn recording_sidecar(
+    file: &Path,
+    args: &SidecarArgs,
+) -> anyhow::Result<(Option<Sidecar>, Vec<String>)> {
+    let how = if args.ignore_sidecar {
+        SidecarUse::Ignore
+    } else {
+        SidecarUse::Read
+    };
+    let (sidecar, problems) = Sidecar::for_recording(file, how).map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; repair or move it, or pass --ignore-sidecar to analyse {} without it",
+            file.display()
+        )
+    })?;
+    if args.ignore_sidecar {
+        for p in &problems {
+            eprintln!("spelunk: warning: {p}");
+        }
+    }
+    Ok((sidecar, problems))
+}
+
+/// Why a recording that gave nothing may have given nothing: `; the recording is damaged:
+/// ...` when it is (cut short, a record cut off or malformed), else nothing. For the
+/// "no samples" errors, so a cut file is never reported as merely empty.
+pub fn damage_note(file: &PerfDataFile) -> String {
+    match file.damage() {
+        Some(p) => format!("; the recording is damaged: {}", p.message),
+        None => String::new(),
+    }
+}
+
+/// Numeric options, validated one way (issue 14): a value outside its range — 0 where 0
+/// means nothing, negative, a fraction for a count, NaN, infinite, too large — is refused
+/// before any work, by clap, with the accepted range:
+/// `invalid value '0' for '--limit <N>': expected a whole number from 1 to 1000000000`.
+/// Each option names its parser here with `value_parser` (and `allow_negative_numbers`, so
+/// that `-1` reaches the parser instead of being taken for a flag).
+pub mod values {
+    /// Rows a table can be asked for (`--limit`).
+    pub const MAX_ROWS: u64 = 1_000_000_000;
+
+    /// A whole number in `[min, max]`, decimal or 0x-hex (`_` allowed).
+    fn whole(s: &str, min: u64, max: u64) -> Result<u64, String> {
+        crate::recording::parse_u64(s)
+            .filter(|v| (min..=max).contains(v))
+            .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
+    }
+
+    /// A power of two in `[min, max]`.
+    fn power_of_two(s: &str, min: u64, max: u64) -> Result<u64, String> {
+        crate::recording::parse_u64(s)
+            .filter(|v| v.is_power_of_two() && (min..=max).contains(v))
+            .ok_or_else(|| format!("expected a power of two from {min} to {max}"))
+    }
+
+    /// A finite number above 0 and at most `max`.
+    fn positive(s: &str, max: f64) -> Result<f64, String> {
+        s.trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v > 0.0 && *v <= max)
+            .ok_or_else(|| format!("expected a number above 0 and at most {max}"))
+    }
+
+    /// `--limit`: rows per table.
+    pub fn rows(s: &str) -> Result<usize, String> {
+        whole(s, 1, MAX_ROWS).map(|v| v as usize)
+    }
+    /// `--line-size`: a cache line, in bytes.
+    pub fn line_size(s: &str) -> Result<u64, String> {
+        power_of_two(s, 8, 65536)
+    }
+    /// `--pid`, `--tid`, `--cpus` filters and `decode --raw-cpu`: ids as recordings hold them.
+    pub fn id(s: &str) -> Result<u32, String> {
+        whole(s, 0, u64::from(u32::MAX)).map(|v| v as u32)
+    }
+    /// `-p PID` of a process to attach to.
+    pub fn process(s: &str) -> Result<i32, String> {
+        whole(s, 1, i32::MAX as u64).map(|v| v as i32)
+    }
+    /// `estimate --bytes-per-op`.
+    pub fn bytes_per_op(s: &str) -> Result<u64, String> {
+        whole(s, 1, 65536)
+    }
+    /// `estimate --interval`: operations between samples (PMSIRR_EL1.INTERVAL is 24 bits of
+    /// 256 operations, plus jitter).
+    pub fn sampling_interval(s: &str) -> Result<u64, String> {
+        whole(s, 1, 1 << 32)
+    }
+    /// `estimate --ernd`: the CPU's caps/ernd.
+    pub fn ernd(s: &str) -> Result<u8, String> {
+        whole(s, 0, 1).map(|v| v as u8)
+    }
+    /// `estimate --timer-hz`.
+    pub fn frequency_hz(s: &str) -> Result<f64, String> {
+        positive(s, 1e12)
+    }
+    /// `estimate --cpu-ghz`.
+    pub fn clock_ghz(s: &str) -> Result<f64, String> {
+        positive(s, 100.0)
+    }
+    /// `record --period`: SPE intervals are multiples of 256 up to PMSIRR_EL1.INTERVAL's
+    /// largest, 0xffffff00.
+    pub fn record_period(s: &str) -> Result<u64, String> {
+        whole(s, 256, 0xffff_ff00).map_err(|e| {
+            format!("{e} (SPE intervals are multiples of 256 operations; the smallest Neoverse N1 allows is 1024)")
+        })
+    }
+    /// `record --min-latency`: PMSLATFR_EL1.MINLAT is 12 bits.
+    pub fn min_latency(s: &str) -> Result<u32, String> {
+        whole(s, 0, 4095).map(|v| v as u32)
+    }
+    /// `record --aux-pages`: the kernel wants a power of two.
+    pub fn aux_pages(s: &str) -> Result<usize, String> {
+        power_of_two(s, 2, 1 << 20).map(|v| v as usize)
+    }
+    /// `record --capacity-interval`: milliseconds, at most a day.
+    pub fn interval_ms_whole(s: &str) -> Result<u64, String> {
+        whole(s, 1, 86_400_000)
+    }
+    /// `topdown -I`: milliseconds (fractions allowed), at most a day.
+    pub fn interval_ms(s: &str) -> Result<f64, String> {
+        positive(s, 86_400_000.0)
+    }
+    /// `topdown --duration`: seconds, at most a year.
+    pub fn duration_s(s: &str) -> Result<f64, String> {
+        positive(s, 31_536_000.0)
+    }
+    /// `topdown --slots`, `--counters`.
+    pub fn small_count(s: &str) -> Result<u32, String> {
+        whole(s, 1, 64).map(|v| v as u32)
+    }
 }

@@ -4,7 +4,6 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_decode::{plan_from_perf, DecodeOptions, PipelineError};
-use spelunk_perf::reader::ProblemKind;
 use spelunk_perf::PerfDataFile;
 use spelunk_report::spe_tables::SpeRowMap;
 use spelunk_report::{
@@ -72,7 +71,7 @@ pub struct DecodeArgs {
     pub raw: bool,
 
     /// With --raw: the CPU the buffer was recorded on (printed in the cpu column)
-    #[arg(long = "raw-cpu", alias = "cpu", value_name = "N", requires = "raw")]
+    #[arg(long = "raw-cpu", alias = "cpu", value_name = "N", requires = "raw", allow_negative_numbers = true, value_parser = crate::common::values::id)]
     pub cpu: Option<u32>,
 
     #[command(flatten)]
@@ -134,6 +133,13 @@ fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow:
     let (plan, losses) = plan_from_perf(&file);
     let total_bytes: u64 = file.aux_streams.iter().map(|s| s.bytes()).sum();
     if total_bytes == 0 {
+        if let Some(p) = file.damage() {
+            bail!(
+                "{}: the recording is damaged before its SPE data: {}",
+                file.path(),
+                p.message
+            );
+        }
         bail!(
             "{}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were written; \
              was the workload too short, or did SPE not start?)",
@@ -195,24 +201,16 @@ fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow:
             )
         });
         bail!(
-            "{}: {} bytes of SPE data held no complete record{}",
+            "{}: {} bytes of SPE data held no complete record{}{}",
             file.path(),
             total_bytes,
-            first.unwrap_or_default()
+            first.unwrap_or_default(),
+            crate::common::damage_note(&file)
         );
     }
     report(args, &summary, &outputs, &outcome.issues, &args.file);
     // A damaged file still gets its tables, but the exit status says it was damaged.
-    let damaged = file.summary.problems.iter().find(|p| {
-        matches!(
-            p.kind,
-            ProblemKind::DataSizeZero
-                | ProblemKind::DataBeyondEof
-                | ProblemKind::RecordCutOff
-                | ProblemKind::MalformedRecord
-        )
-    });
-    if let Some(p) = damaged {
+    if let Some(p) = file.damage() {
         bail!(
             "{}: damaged recording ({}); the tables hold everything decoded before the damage",
             file.path(),

@@ -10,7 +10,7 @@ use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -48,7 +48,7 @@ pub struct DiffArgs {
     pub by: DiffBy,
 
     /// Rows per table
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
     /// Print the comparison as JSON (schema spelunk-diff/1; every row)
@@ -63,10 +63,13 @@ pub struct DiffArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
-    let rec = Recording::open(path, &args.interp)?;
+    let rec = Recording::open(path, &args.interp, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
     let mut symbolizer = rec.symbolizer(&args.symbols)?;
@@ -94,14 +97,15 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     );
     if r.recording.samples_selected == 0 {
         bail!(
-            "{}: no samples{}; {} records were decoded",
+            "{}: no samples{}; {} records were decoded{}",
             r.recording.file,
             if r.filter.is_empty() {
                 String::new()
             } else {
                 format!(" matched the filter ({})", r.filter.join(", "))
             },
-            r.recording.samples_decoded
+            r.recording.samples_decoded,
+            rec.damage_note()
         );
     }
     Ok(r)

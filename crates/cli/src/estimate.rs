@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{pc_range, FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -65,24 +65,24 @@ pub struct EstimateArgs {
     pub ops: Option<String>,
 
     /// Bytes each counted operation transfers (default: decoded from each sampled instruction)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::bytes_per_op)]
     pub bytes_per_op: Option<u64>,
 
     /// Use this sampling interval instead of deriving it from the recording
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::sampling_interval)]
     pub interval: Option<u64>,
 
     /// The CPU's /sys/bus/event_source/devices/arm_spe_0/caps/ernd (not recorded in perf.data;
     /// default 0, as on Neoverse N1)
-    #[arg(long, value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    #[arg(long, value_name = "0|1", allow_negative_numbers = true, value_parser = crate::common::values::ernd)]
     pub ernd: Option<u8>,
 
     /// Timer frequency of the SPE timestamps, instead of the recording's TIME_CONV
-    #[arg(long, value_name = "HZ")]
+    #[arg(long, value_name = "HZ", allow_negative_numbers = true, value_parser = crate::common::values::frequency_hz)]
     pub timer_hz: Option<f64>,
 
     /// CPU clock in GHz, to also give the derived latency in cycles
-    #[arg(long, value_name = "GHZ")]
+    #[arg(long, value_name = "GHZ", allow_negative_numbers = true, value_parser = crate::common::values::clock_ghz)]
     pub cpu_ghz: Option<f64>,
 
     /// Print the estimate as JSON (schema spelunk-estimate/1)
@@ -97,6 +97,9 @@ pub struct EstimateArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 /// Counted samples of one (pid, PC) and what else was selected there.
@@ -120,13 +123,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
             EstimateKind::Bandwidth => CountedOps::Memory,
         },
     };
-    if args.bytes_per_op == Some(0) {
-        bail!("--bytes-per-op must be at least 1");
-    }
-    if args.interval == Some(0) {
-        bail!("--interval must be at least 1");
-    }
-    let rec = Recording::open(&args.file, &args.interp)?;
+    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
     let mut filter = args.filter.filter(&rec.ctx)?;
     filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
     let mut selection = filter.describe();
@@ -147,13 +144,14 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
     let path = rec.path().to_string();
     if sel.selected == 0 {
         bail!(
-            "{path}: no samples matched{}; {} records were decoded",
+            "{path}: no samples matched{}; {} records were decoded{}",
             if selection.is_empty() {
                 String::new()
             } else {
                 format!(" the filter ({})", selection.join(", "))
             },
-            sel.decoded
+            sel.decoded,
+            rec.damage_note()
         );
     }
 
@@ -162,7 +160,10 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         let keys = per_pc.keys().filter_map(|(pid, pc)| pc.map(|p| (*pid, p)));
         let keep: HashSet<(Option<u32>, u64)> = rec.pcs_in_function(&mut symbolizer, keys, name);
         if keep.is_empty() {
-            bail!("{path}: no selected samples in a function named '{name}' (see `spelunk report {path}` for the sampled functions)");
+            bail!(
+                "{path}: no selected samples in a function named '{name}' (see `spelunk report {path}` for the sampled functions){}",
+                rec.damage_note()
+            );
         }
         per_pc.retain(|(pid, pc), _| pc.is_some_and(|p| keep.contains(&(*pid, p))));
         selection.push(format!("function {name}"));
@@ -178,9 +179,10 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
     }
     if span.samples == 0 {
         bail!(
-            "{path}: none of the {} selected samples are {} (choose others with --ops)",
+            "{path}: none of the {} selected samples are {} (choose others with --ops){}",
             not_counted,
-            counted.name()
+            counted.name(),
+            rec.damage_note()
         );
     }
 
@@ -262,6 +264,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
             l.undecodable_bytes
         ));
     }
+    report.losses = l;
     Ok(report)
 }
 

@@ -51,7 +51,8 @@ pub struct RecordArgs {
         short = 'c',
         long = "period",
         default_value_t = 1024,
-        value_name = "OPS"
+        value_name = "OPS",
+        allow_negative_numbers = true, value_parser = crate::common::values::record_period
     )]
     pub period: u64,
 
@@ -70,7 +71,7 @@ pub struct RecordArgs {
     pub filter: Vec<String>,
 
     /// Keep only operations whose total latency is at least this many cycles
-    #[arg(long, default_value_t = 0, value_name = "CYCLES")]
+    #[arg(long, default_value_t = 0, value_name = "CYCLES", allow_negative_numbers = true, value_parser = crate::common::values::min_latency)]
     pub min_latency: u32,
 
     /// Keep only records with all of these events (PMSEVFR_EL1 bits, hex)
@@ -102,7 +103,8 @@ pub struct RecordArgs {
         long = "pid",
         value_delimiter = ',',
         value_name = "PID",
-        conflicts_with_all = ["all_cpus", "command", "emulate", "no_spe"]
+        conflicts_with_all = ["all_cpus", "command", "emulate", "no_spe"],
+        allow_negative_numbers = true, value_parser = crate::common::values::process
     )]
     pub pids: Vec<i32>,
 
@@ -122,7 +124,7 @@ pub struct RecordArgs {
 
     /// Hardware SPE: AUX buffer pages per CPU (a power of two ≥ 2; counts against
     /// kernel.perf_event_mlock_kb) [default: 256 as root, else 32]
-    #[arg(long, value_name = "PAGES")]
+    #[arg(long, value_name = "PAGES", allow_negative_numbers = true, value_parser = crate::common::values::aux_pages)]
     pub aux_pages: Option<usize>,
 
     /// Do not model sample collisions (a new sample while the previous one is still in flight)
@@ -150,7 +152,7 @@ pub struct RecordArgs {
 
     /// Sample the command's resident memory and PMU counters every MS milliseconds (hardware
     /// SPE and --no-spe; the emulator keeps its own counter timeline) [default: 100]
-    #[arg(long, value_name = "MS", conflicts_with = "emulate")]
+    #[arg(long, value_name = "MS", conflicts_with = "emulate", allow_negative_numbers = true, value_parser = crate::common::values::interval_ms_whole)]
     pub capacity_interval: Option<u64>,
 
     /// The program and its arguments (after --)
@@ -188,12 +190,19 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
         &[&args.output, &sidecar, &trace],
     )?;
-    let install = EmulatorInstall::locate()?;
+    // Where the output goes is checked before the program runs (minutes under the emulator).
     if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         if !dir.is_dir() {
             bail!("{}: no such directory for the output", dir.display());
         }
     }
+    if args.output.is_dir() {
+        bail!(
+            "-o {}: is a directory; give the perf.data's file name",
+            args.output.display()
+        );
+    }
+    let install = EmulatorInstall::locate()?;
 
     let program = args.command[0].to_string_lossy().into_owned();
     eprintln!(
@@ -314,9 +323,6 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
     )?;
     let runtime = runtime_for(&args, &command);
     let interval_ms = args.capacity_interval.unwrap_or(100);
-    if interval_ms == 0 {
-        bail!("--capacity-interval 0: the interval must be at least 1 ms");
-    }
     let timelines = Some(spelunk_record::hardware::HardwareTimelines {
         interval_ns: interval_ms
             .checked_mul(1_000_000)
@@ -435,9 +441,6 @@ fn program_path(argv0: &std::ffi::OsStr) -> Option<PathBuf> {
 fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
     use spelunk_record::timeline::{self, TimelineOptions};
     let interval_ms = args.capacity_interval.unwrap_or(100);
-    if interval_ms == 0 {
-        bail!("--capacity-interval 0: the interval must be at least 1 ms");
-    }
     let interval_ns = interval_ms
         .checked_mul(1_000_000)
         .with_context(|| format!("--capacity-interval {interval_ms}: too long"))?;

@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 
 /// Where the recorded binaries and the kernel's symbols are (the same for every command that
 /// names code).
@@ -44,11 +44,11 @@ pub struct FilterArgs {
     pub event: Option<String>,
 
     /// Only these processes (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = crate::common::values::id)]
     pub pid: Vec<u32>,
 
     /// Only these threads (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true, value_parser = crate::common::values::id)]
     pub tid: Vec<u32>,
 
     /// Only samples from these CPUs (comma-separated)
@@ -56,7 +56,8 @@ pub struct FilterArgs {
         long = "cpus",
         alias = "cpu",
         value_delimiter = ',',
-        value_name = "CPUS"
+        value_name = "CPUS",
+        allow_negative_numbers = true, value_parser = crate::common::values::id
     )]
     pub cpus: Vec<u32>,
 
@@ -90,6 +91,18 @@ pub fn pair<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow
     }
 }
 
+/// A `--time-range FROM,TO` value: seconds since the first sample, finite, 0 <= FROM < TO.
+pub fn time_range(s: &str) -> anyhow::Result<(f64, f64)> {
+    let finite = |x: &str| x.trim().parse::<f64>().ok().filter(|v| v.is_finite());
+    match pair(s, "--time-range", finite) {
+        Ok((a, b)) if 0.0 <= a && a < b => Ok((a, b)),
+        _ => bail!(
+            "--time-range '{s}': expected FROM,TO in seconds since the first sample, two finite \
+             numbers with 0 <= FROM < TO"
+        ),
+    }
+}
+
 /// A `--pc-range FROM,TO` value.
 pub fn pc_range(s: &str) -> anyhow::Result<(u64, u64)> {
     let (a, b) = pair(s, "--pc-range", parse_u64)?;
@@ -113,11 +126,7 @@ impl FilterArgs {
             pids: self.pid.clone(),
             tids: self.tid.clone(),
             cpus: self.cpus.clone(),
-            time_range_s: self
-                .time_range
-                .as_deref()
-                .map(|s| pair(s, "--time-range", |x| x.trim().parse::<f64>().ok()))
-                .transpose()?,
+            time_range_s: self.time_range.as_deref().map(time_range).transpose()?,
             pc_range: None,
             event,
             pcs: None,
@@ -168,12 +177,15 @@ pub struct Recording {
 }
 
 impl Recording {
-    pub fn open(path: &Path, cpu: &CpuArgs) -> anyhow::Result<Recording> {
+    /// Opens `path` and its sidecar (an unreadable sidecar is an error, unless
+    /// `--ignore-sidecar`).
+    pub fn open(path: &Path, cpu: &CpuArgs, sidecar: &SidecarArgs) -> anyhow::Result<Recording> {
         let file = PerfDataFile::open_spe(path)
             .with_context(|| format!("{}: cannot open as an SPE recording", path.display()))?;
+        let (sidecar, problems) = crate::common::recording_sidecar(path, sidecar)?;
         let (plan, container) = plan_from_perf(&file);
         let interp = cpu.interpretation(&file, &plan.streams)?;
-        let ctx = RecordingContext::from_perf(&file);
+        let ctx = RecordingContext::from_perf(&file, sidecar, problems);
         Ok(Recording {
             file,
             plan,
@@ -233,9 +245,39 @@ impl Recording {
             .with_context(|| format!("{}: decoding", self.file.path()))
     }
 
-    /// Everything lost on the way (as `spelunk report` lists it).
+    /// For errors that found nothing to show: `; the recording is damaged: ...` when it is
+    /// (cut short, a record cut off or malformed), else its first problem (a feature section
+    /// cut off, a sidecar's dropped entries), else "". Damage is never left unsaid because
+    /// the command failed for another reason.
+    pub fn damage_note(&self) -> String {
+        let note = crate::common::damage_note(&self.file);
+        if !note.is_empty() {
+            return note;
+        }
+        let mut problems = self.container.problems.iter().chain(&self.ctx.problems);
+        match problems.next() {
+            Some(first) => {
+                let more = problems.count();
+                format!(
+                    "; the recording has problems: {first}{}",
+                    if more > 0 {
+                        format!(" (and {more} more: see `spelunk report`)")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            None => String::new(),
+        }
+    }
+
+    /// Everything lost on the way, the same for every command: the decoder's and the
+    /// container's losses, the container's problems (a cut file, with its byte offsets) and
+    /// the sidecar's.
     pub fn losses(&self, stats: &DecodeStats) -> Losses {
         let c = &self.container;
+        let mut problems = c.problems.clone();
+        problems.extend(self.ctx.problems.iter().cloned());
         Losses {
             undecodable_bytes: stats.bad_bytes,
             dropped_records: stats.dropped_records,
@@ -246,7 +288,7 @@ impl Recording {
             aux_collision: c.aux_collision,
             lost_events: c.lost_events,
             lost_records: c.lost_records,
-            problems: c.problems.clone(),
+            problems,
         }
     }
 

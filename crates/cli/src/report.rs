@@ -14,10 +14,10 @@ use spelunk_report::text::{render, HotspotsBy, TextOptions};
 use spelunk_spe::{DecodeStats, SpeRecord, SpeSample};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::c2c::{check_line_size, C2cScan};
-use crate::common::CpuArgs;
+use crate::common::{CpuArgs, SidecarArgs};
 use crate::recording::{pc_range, FilterArgs, Recording, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -94,7 +94,7 @@ pub struct ReportArgs {
     pub sort: HotspotSort,
 
     /// Rows per table (with --c2c: cache lines)
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
     /// Add cache lines shared between cores (the tables of `spelunk c2c`, for the same samples)
@@ -102,7 +102,7 @@ pub struct ReportArgs {
     pub c2c: bool,
 
     /// With --c2c: cache line size in bytes (a power of two)
-    #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c")]
+    #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c", allow_negative_numbers = true, value_parser = crate::common::values::line_size)]
     pub line_size: u64,
 
     #[command(flatten)]
@@ -110,6 +110,9 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
+
+    #[command(flatten)]
+    pub sidecar: SidecarArgs,
 }
 
 /// `--sort NAME`.
@@ -121,12 +124,13 @@ fn parse_sort(s: &str) -> Result<HotspotSort, String> {
 }
 
 /// Builds the report (shared with the HTML output), with the c2c analysis when `--c2c` asks
-/// for it (its first pass rides on the report's decode).
-pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
+/// for it (its first pass rides on the report's decode), and the sidecar it was built with.
+/// A report without samples is an error (that says when the recording is damaged).
+pub fn build_report(args: &ReportArgs) -> anyhow::Result<(Report, Option<Arc<Sidecar>>)> {
     if args.c2c {
         check_line_size(args.line_size)?;
     }
-    let rec = Recording::open(&args.file, &args.interp)?;
+    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
     let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
     let mut symbolizer = rec.symbolizer(&args.symbols)?;
     // Tables keep --limit rows (after sorting); a page keeps at least 50, as it sorts them
@@ -151,9 +155,10 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         let keep = rec.pcs_in_function(&mut symbolizer, pass.pcs(), name);
         if keep.is_empty() {
             bail!(
-                "{}: no samples in a function named '{name}' (check the name with `spelunk report {}`)",
+                "{}: no samples in a function named '{name}' (check the name with `spelunk report {}`){}",
                 rec.path(),
-                rec.path()
+                rec.path(),
+                rec.damage_note()
             );
         }
         filter.pcs = Some(keep);
@@ -166,8 +171,7 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         .with_phases(rec.ctx.phases.clone())
         .with_hotspot_sort(args.sort);
     let stats = profile(&rec, &mut builder, c2c.as_mut())?;
-    let mut losses = rec.losses(&stats);
-    losses.problems.extend(rec.ctx.problems.iter().cloned());
+    let losses = rec.losses(&stats);
     let info = RecordingInfo {
         file: rec.path().to_string(),
         cpu_model: rec.interp.default.model.map(|m| m.name().to_string()),
@@ -188,10 +192,23 @@ pub fn build_report(args: &ReportArgs) -> anyhow::Result<Report> {
         info,
         rec.ctx.sidecar.as_deref(),
     );
+    if report.recording.samples_selected == 0 {
+        let why = if report.filter.is_empty() {
+            String::new()
+        } else {
+            format!(" matched the filter ({})", report.filter.join(", "))
+        };
+        bail!(
+            "{}: no samples{why}; {} records were decoded{}",
+            report.recording.file,
+            report.recording.samples_decoded,
+            rec.damage_note()
+        );
+    }
     if let Some(c) = c2c {
         report.c2c = Some(c.finish(&rec, &stats, &objects, &mut symbolizer, args.limit)?);
     }
-    Ok(report)
+    Ok((report, rec.ctx.sidecar.clone()))
 }
 
 /// The profile shards the decode workers aggregate into: about one per core, however many
@@ -369,16 +386,15 @@ fn profile_in(
     Ok(stats)
 }
 
-/// Top-down from the PMU counts in the recording's sidecar (what `spelunk record --emulate`
-/// writes), for the HTML page when no `--topdown` file is given. A recording without counts
-/// has none; a failure is reported and the page is written without the section.
-fn sidecar_topdown(file: &Path) -> Option<Topdown> {
-    let sc = Sidecar::find(file).ok().flatten()?;
+/// Top-down from the PMU counts in the recording's sidecar `sc` (what `spelunk record
+/// --emulate` writes), for the HTML page when no `--topdown` file is given. A recording
+/// without counts has none; a failure is reported and the page is written without the section.
+fn sidecar_topdown(sc: &Sidecar, file: &Path) -> Option<Topdown> {
     if sc.counters.totals.is_empty() {
         return None;
     }
     let path = Sidecar::path_for(file);
-    let text = match crate::topdown::sidecar_json(&sc, &path) {
+    let text = match crate::topdown::sidecar_json(sc, &path) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("spelunk report: top-down section left out: {e:#}");
@@ -438,12 +454,18 @@ fn run_timelines_only(args: &ReportArgs, sidecar: &Path) -> anyhow::Result<ExitC
     }
     let sc = Sidecar::read(sidecar)?;
     let file = sidecar.display().to_string();
-    let Some(report) = spelunk_analysis::timelines::timelines_report(&sc, &file) else {
+    let Some(mut report) = spelunk_analysis::timelines::timelines_report(&sc, &file) else {
         bail!(
             "{file}: this sidecar has no timelines (no config.timeline_clock, no capacity), and \
              a sidecar alone holds no samples: give the perf.data it belongs to"
         );
     };
+    // What reading the sidecar dropped is damage like a recording's.
+    report
+        .recording
+        .losses
+        .problems
+        .extend(sc.problems.iter().cloned());
     if let Some(out) = &args.html {
         write_html(&report, None, out)?;
     }
@@ -491,22 +513,12 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
         &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
     )?;
     let mut topdown = args.topdown.as_deref().map(read_topdown).transpose()?;
-    let report = build_report(&args)?;
-    if report.recording.samples_selected == 0 {
-        let why = if report.filter.is_empty() {
-            String::new()
-        } else {
-            format!(" matched the filter ({})", report.filter.join(", "))
-        };
-        bail!(
-            "{}: no samples{why}; {} records were decoded",
-            report.recording.file,
-            report.recording.samples_decoded
-        );
-    }
+    let (report, sidecar) = build_report(&args)?;
     if let Some(out) = &args.html {
         if topdown.is_none() {
-            topdown = sidecar_topdown(&args.file);
+            topdown = sidecar
+                .as_deref()
+                .and_then(|sc| sidecar_topdown(sc, &args.file));
         }
         write_html(&report, topdown.as_ref(), out)?;
     }
@@ -559,7 +571,7 @@ mod tests {
         }
         .write(&path)
         .unwrap();
-        let rec = Recording::open(&path, &CpuArgs::default()).unwrap();
+        let rec = Recording::open(&path, &CpuArgs::default(), &SidecarArgs::default()).unwrap();
         assert_eq!(rec.plan.streams.len(), 6);
         let objects = rec.ctx.data_objects(None);
         let limits = ReportLimits {

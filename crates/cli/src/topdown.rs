@@ -83,11 +83,11 @@ pub struct TopdownArgs {
 
     /// Also print a timeline with one row per interval of MS milliseconds (fractions allowed
     /// with --emulate and sidecars, e.g. 0.5; live runs read at most every 10 ms)
-    #[arg(short = 'I', long = "interval", value_name = "MS")]
+    #[arg(short = 'I', long = "interval", value_name = "MS", allow_negative_numbers = true, value_parser = crate::common::values::interval_ms)]
     pub interval_ms: Option<f64>,
 
     /// Count an existing process (and the children it creates from now on)
-    #[arg(short = 'p', long, value_name = "PID", conflicts_with_all = ["all_cpus", "cpus"])]
+    #[arg(short = 'p', long, value_name = "PID", conflicts_with_all = ["all_cpus", "cpus"], allow_negative_numbers = true, value_parser = crate::common::values::process)]
     pub pid: Option<i32>,
 
     /// Count everything on all CPUs (needs perf_event_paranoid <= 0 or CAP_PERFMON)
@@ -99,7 +99,7 @@ pub struct TopdownArgs {
     pub cpus: Option<String>,
 
     /// With -p/-a/-C and no command: stop after this many seconds (default: Ctrl-C)
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::common::values::duration_s)]
     pub duration: Option<f64>,
 
     /// Do not count: compute from FILE, either `perf stat -x, ...` or `-x; ...` output, or a
@@ -153,12 +153,12 @@ pub struct TopdownArgs {
     pub per_phase: bool,
 
     /// Slots per cycle to use instead of the PMU's caps/slots or the catalog's width
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::small_count)]
     pub slots: Option<u32>,
 
     /// Programmable counters per group to schedule for, instead of probing them
-    #[arg(long, value_name = "N")]
-    pub counters: Option<usize>,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::small_count)]
+    pub counters: Option<u32>,
 
     /// Run the command once per counter group instead of multiplexing the groups; warns when
     /// the runs disagree (their cycle or instruction counts differ by more than 5 %)
@@ -191,7 +191,9 @@ pub struct TopdownArgs {
 }
 
 pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
-    let inputs: Vec<&Path> = [&args.import, &args.record, &args.spec]
+    // --import of a perf.data reads the sidecar next to it: that is an input too.
+    let import_sidecar = args.import.as_deref().map(Sidecar::path_for);
+    let inputs: Vec<&Path> = [&args.import, &import_sidecar, &args.record, &args.spec]
         .into_iter()
         .filter_map(|p| p.as_deref())
         .collect();
@@ -204,11 +206,6 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
             explicit_catalog(&args)?.context("--list needs --cpu-model NAME or --spec FILE")?;
         print!("{}", list_catalog(&choice.catalog));
         return Ok(ExitCode::SUCCESS);
-    }
-    if let Some(ms) = args.interval_ms {
-        if !(ms.is_finite() && ms > 0.0) {
-            bail!("-I {ms}: the interval must be a positive number of milliseconds");
-        }
     }
     if args.per_phase && !args.emulate && args.import.is_none() {
         bail!(
@@ -418,6 +415,9 @@ fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Resu
     };
     let imported = sidecar::import(sc, &name, &choice.catalog, opts)?;
     let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
+    // What reading the sidecar dropped, said with the report.
+    let mut notes: Vec<String> = choice.note.into_iter().collect();
+    notes.extend(sc.problems.iter().cloned());
     Ok(import_report(
         &imported,
         &choice.catalog,
@@ -427,7 +427,7 @@ fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Resu
             per_scope: args.per_cpu,
             per_phase: args.per_phase,
             slots: args.slots,
-            notes: choice.note.into_iter().collect(),
+            notes,
         },
     ))
 }
@@ -605,7 +605,7 @@ fn plan<S: PerfSys + ?Sized>(args: &TopdownArgs, sys: &S) -> anyhow::Result<Vec<
         let mut notes: Vec<String> = choice.note.into_iter().collect();
         let counters = match args.counters {
             Some(n) => Counters {
-                programmable: n,
+                programmable: n as usize,
                 cycle_counter: true,
                 source: "user".into(),
             },

@@ -205,6 +205,9 @@ fn this_machine_and_bad_sysroots() {
     }
     let (code, _, err) = check(&["--sysroot", "/nonexistent/machine"]);
     assert_eq!(code, Some(1));
+    assert!(err.contains("No such file or directory"), "{err}");
+    let (code, _, err) = check(&["--sysroot", "/etc/hostname"]);
+    assert_eq!(code, Some(1));
     assert!(err.contains("not a directory"), "{err}");
     // An empty directory: nothing known, still a verdict.
     let empty = std::env::temp_dir().join(format!("spelunk-check-empty-{}", std::process::id()));

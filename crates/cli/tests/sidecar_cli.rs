@@ -230,12 +230,38 @@ fn phase_errors_name_what_exists() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such phase"));
 }
 
+/// A damaged sidecar is never dropped silently: every command that reads it refuses, naming
+/// the sidecar and the way on; with --ignore-sidecar the recording is analysed without it, a
+/// warning says so and the losses list it.
 #[test]
-fn a_damaged_sidecar_is_reported_not_fatal() {
+fn a_damaged_sidecar_is_an_error_or_ignored_loudly() {
     let dir = Scratch::new("sidecar-damaged");
     let (data, _) = plant(&dir);
-    std::fs::write(Sidecar::path_for(&data), b"{ not json").unwrap();
-    let r = json_report(&data, &[]);
+    let side = Sidecar::path_for(&data);
+    std::fs::write(&side, b"{ not json").unwrap();
+    let path = data.to_str().unwrap();
+    for cmd in [
+        vec!["report", path],
+        vec!["c2c", path],
+        vec!["estimate", "latency", path],
+        vec!["annotate", "main", path],
+        vec!["diff", path, path],
+    ] {
+        let out = spelunk(&cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{cmd:?}");
+        assert!(err.contains(&*side.to_string_lossy()), "{cmd:?}: {err}");
+        assert!(err.contains("not a spelunk sidecar"), "{cmd:?}: {err}");
+        assert!(err.contains("--ignore-sidecar"), "{cmd:?}: {err}");
+    }
+    let out = spelunk(&["report", path, "--json", "--ignore-sidecar"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("warning") && err.contains("sidecar not used"),
+        "{err}"
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["recording"]["samples_selected"], 190);
     let problems = r["recording"]["losses"]["problems"].as_array().unwrap();
     assert!(
@@ -247,4 +273,11 @@ fn a_damaged_sidecar_is_reported_not_fatal() {
     assert!(r["phases"].as_array().unwrap().is_empty());
     assert_eq!(r["recording"]["emulated"], false);
     assert!(r["recording"]["sampling_quality"].is_null());
+    // The text report shows the same line in its LOSSES block.
+    let out = spelunk(&["report", path, "--ignore-sidecar"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("LOSSES") && text.contains("sidecar not used"),
+        "{text}"
+    );
 }

@@ -377,7 +377,7 @@ fn clear_errors_around_no_spe() {
         &dir.0,
     );
     assert!(
-        text(&o.stderr).contains("at least 1 ms"),
+        text(&o.stderr).contains("from 1 to 86400000"),
         "{}",
         text(&o.stderr)
     );

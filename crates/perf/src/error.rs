@@ -53,6 +53,17 @@ pub enum PerfError {
         "{path}: contains no Arm SPE data ({detail}): record with `perf record -e arm_spe_0//`"
     )]
     NoSpeData { path: String, detail: String },
+    /// A damaged perf.data (cut short, a record cut off or malformed) in which no Arm SPE
+    /// metadata was found before the damage: the damage, not the recording, is the likely
+    /// reason.
+    #[error("{path}: damaged before any Arm SPE data: {detail}")]
+    DamagedBeforeSpe {
+        path: String,
+        offset: u64,
+        /// The damage, e.g. `the data section ends at byte 13744 but the file ends at 408 (the
+        /// file was cut)`.
+        detail: String,
+    },
     /// A perf.data with AUX area data of another tracer.
     #[error(
         "{path}: contains {kind} data (PERF_RECORD_AUXTRACE_INFO type {auxtrace_type} at byte {offset}), \
@@ -88,6 +99,7 @@ impl PerfError {
             PerfError::Truncated { offset, .. }
             | PerfError::Malformed { offset, .. }
             | PerfError::OtherAuxtrace { offset, .. }
+            | PerfError::DamagedBeforeSpe { offset, .. }
             | PerfError::SpeMetadata { offset, .. } => Some(*offset),
             _ => None,
         }

@@ -615,7 +615,7 @@ impl PerfDataFile {
                 data_end,
                 format!(
                     "the feature table ({} entries) at byte {data_end} extends past the end of \
-                     the file ({len}); features ignored",
+                     the file ({len} bytes: the file was cut); features ignored",
                     bits.len()
                 ),
             );
@@ -644,10 +644,18 @@ impl PerfDataFile {
                     &mut self.summary,
                     ProblemKind::FeatureSection,
                     at,
-                    format!(
-                        "feature {bit} section (byte {o}, {s} bytes) lies outside the file \
-                         ({len} bytes); ignored"
-                    ),
+                    if s > MAX_FEATURE_SECTION {
+                        format!(
+                            "feature {bit} section (byte {o}, {s} bytes) is larger than any \
+                             feature can be ({MAX_FEATURE_SECTION} bytes); ignored"
+                        )
+                    } else {
+                        format!(
+                            "feature {bit} section (byte {o}, {s} bytes) lies outside the file \
+                             ({len} bytes: the file was cut, or its feature table is damaged); \
+                             ignored"
+                        )
+                    },
                 );
                 continue;
             }
@@ -1195,6 +1203,17 @@ impl PerfDataFile {
                 kind: abi::auxtrace_type::name(info.auxtrace_type),
                 auxtrace_type: info.auxtrace_type,
             }),
+            None if self.damage().is_some() => {
+                let (offset, detail) = self
+                    .damage()
+                    .map(|p| (p.offset, p.message.clone()))
+                    .unwrap_or_default();
+                Err(PerfError::DamagedBeforeSpe {
+                    path: self.path.clone(),
+                    offset,
+                    detail,
+                })
+            }
             None => {
                 let events: Vec<String> = self
                     .attrs
@@ -1214,6 +1233,21 @@ impl PerfDataFile {
                 })
             }
         }
+    }
+
+    /// The first problem that means the file is damaged — cut short, a record cut off, a
+    /// record whose size cannot be right, a header perf never finished — rather than only
+    /// unusual (an unreadable feature section, compressed records).
+    pub fn damage(&self) -> Option<&Problem> {
+        self.summary.problems.iter().find(|p| {
+            matches!(
+                p.kind,
+                ProblemKind::DataSizeZero
+                    | ProblemKind::DataBeyondEof
+                    | ProblemKind::RecordCutOff
+                    | ProblemKind::MalformedRecord
+            )
+        })
     }
 
     /// Index into [`PerfDataFile::attrs`] of the SPE event (the attr whose `type` is the

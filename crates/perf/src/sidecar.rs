@@ -280,6 +280,12 @@ pub struct Sidecar {
     /// out of the file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityTimeline>,
+    /// What [`Sidecar::read`] dropped as inconsistent (an entry that ends before it starts, an
+    /// object that wraps around the address space, a counter snapshot whose columns do not
+    /// match the events), one line each naming the file, the count and the first instance.
+    /// Never written to the file.
+    #[serde(skip)]
+    pub problems: Vec<String>,
 }
 
 /// Errors reading or writing a sidecar, naming the file.
@@ -289,6 +295,14 @@ pub enum SidecarError {
     Io {
         path: PathBuf,
         source: std::io::Error,
+    },
+    #[error("{path}: the sidecar is empty (was the recording interrupted before it was written?)")]
+    Empty { path: PathBuf },
+    #[error("{path}: the sidecar is cut off: its JSON ends unfinished at byte {len} ({source})")]
+    Cut {
+        path: PathBuf,
+        len: u64,
+        source: serde_json::Error,
     },
     #[error("{path}: not a spelunk sidecar: {source}")]
     Json {
@@ -342,9 +356,30 @@ impl Sidecar {
                 path: path.to_path_buf(),
                 source,
             })?;
-        let s: Sidecar = serde_json::from_slice(&text).map_err(|source| SidecarError::Json {
-            path: path.to_path_buf(),
-            source,
+        Self::from_json(&text, path)
+    }
+
+    /// Parses and checks a sidecar's bytes (`path` names it in messages): the schema must be
+    /// ours; inconsistent entries are dropped and said in [`Sidecar::problems`].
+    pub fn from_json(text: &[u8], path: &Path) -> Result<Sidecar, SidecarError> {
+        if text.iter().all(u8::is_ascii_whitespace) {
+            return Err(SidecarError::Empty {
+                path: path.to_path_buf(),
+            });
+        }
+        let mut s: Sidecar = serde_json::from_slice(text).map_err(|source| {
+            if source.is_eof() {
+                SidecarError::Cut {
+                    path: path.to_path_buf(),
+                    len: text.len() as u64,
+                    source,
+                }
+            } else {
+                SidecarError::Json {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
         })?;
         if s.schema != SIDECAR_SCHEMA {
             return Err(SidecarError::Schema {
@@ -352,7 +387,72 @@ impl Sidecar {
                 found: s.schema,
             });
         }
+        s.drop_inconsistent(path);
         Ok(s)
+    }
+
+    /// Drops the entries no writer of ours produces and no analysis can use — times that run
+    /// backwards, address ranges past the end of the address space, counter snapshots whose
+    /// columns do not match the events — counting them in [`Sidecar::problems`].
+    fn drop_inconsistent(&mut self, path: &Path) {
+        let mut problems = Vec::new();
+        let mut note = |what: &str, n: usize, first: Option<String>| {
+            if let (true, Some(first)) = (n > 0, first) {
+                problems.push(format!(
+                    "{}: {n} {what} dropped (the first: {first})",
+                    path.display()
+                ));
+            }
+        };
+        let (n, first) = retain_counted(
+            &mut self.phases,
+            |p| p.end_ns >= p.start_ns,
+            |p| {
+                format!(
+                    "phase '{}' of thread {} ends before it starts, {} < {} ns",
+                    p.name, p.tid, p.end_ns, p.start_ns
+                )
+            },
+        );
+        note("phase(s) that end before they start", n, first);
+        let (n, first) = retain_ranges(&mut self.objects, "object", |o| {
+            (&o.name, o.address, o.size, o.from_ns, o.until_ns)
+        });
+        note(
+            "object(s) that end before they start or wrap around the address space",
+            n,
+            first,
+        );
+        let (n, first) = retain_ranges(&mut self.allocations, "block", |a| {
+            (&a.kind, a.address, a.size, a.from_ns, a.until_ns)
+        });
+        note(
+            "heap block(s) that end before they start or wrap around the address space",
+            n,
+            first,
+        );
+        let events = self.counters.events.len();
+        let (n, first) = retain_counted(
+            &mut self.counters.timeline,
+            |c| {
+                c.values.len() == events
+                    && (c.time_enabled_ns.is_empty() || c.time_enabled_ns.len() == events)
+                    && (c.time_running_ns.is_empty() || c.time_running_ns.len() == events)
+            },
+            |c| {
+                format!(
+                    "the snapshot at {} ns has {} values for {events} events",
+                    c.time_ns,
+                    c.values.len()
+                )
+            },
+        );
+        note(
+            "counter snapshot(s) whose values do not match the events",
+            n,
+            first,
+        );
+        self.problems.extend(problems);
     }
 
     /// The sidecar next to `perf_data`, if there is one.
@@ -364,6 +464,92 @@ impl Sidecar {
             Ok(None)
         }
     }
+
+    /// The sidecar of a recording, the one way every command reads it: none when there is no
+    /// `FILE.spelunk.json` (nothing there at all, not even a dangling link); with
+    /// [`SidecarUse::Ignore`], none and a problem saying it was not used; otherwise the sidecar,
+    /// or the error that says why it cannot be read (a damaged sidecar is never dropped
+    /// silently). The problems (to list with the recording's losses) include those
+    /// [`Sidecar::read`] found.
+    pub fn for_recording(
+        perf_data: &Path,
+        how: SidecarUse,
+    ) -> Result<(Option<Sidecar>, Vec<String>), SidecarError> {
+        let p = Self::path_for(perf_data);
+        if std::fs::symlink_metadata(&p).is_err() {
+            return Ok((None, Vec::new()));
+        }
+        match how {
+            SidecarUse::Ignore => Ok((
+                None,
+                vec![format!(
+                    "{}: sidecar not used, as asked: no phases, named objects, heap blocks or \
+                     PMU counts",
+                    p.display()
+                )],
+            )),
+            SidecarUse::Read => {
+                let mut sc = Self::read(&p)?;
+                let problems = std::mem::take(&mut sc.problems);
+                Ok((Some(sc), problems))
+            }
+        }
+    }
+}
+
+/// Whether a recording's sidecar is read ([`Sidecar::for_recording`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SidecarUse {
+    /// Read it; one that cannot be read is an error.
+    #[default]
+    Read,
+    /// Do not read it (the user asked: e.g. it is damaged).
+    Ignore,
+}
+
+/// Keeps the items `keep` accepts; returns how many were dropped and the first one described.
+fn retain_counted<T>(
+    v: &mut Vec<T>,
+    keep: impl Fn(&T) -> bool,
+    describe: impl Fn(&T) -> String,
+) -> (usize, Option<String>) {
+    let mut first = None;
+    let before = v.len();
+    v.retain(|x| {
+        let k = keep(x);
+        if !k && first.is_none() {
+            first = Some(describe(x));
+        }
+        k
+    });
+    (before - v.len(), first)
+}
+
+/// [`retain_counted`] for address ranges with lifetimes (`fields` gives name, address, size,
+/// from and until): keeps those that start before they end and fit in the address space.
+fn retain_ranges<T>(
+    v: &mut Vec<T>,
+    what: &str,
+    fields: impl Fn(&T) -> (&str, u64, u64, u64, u64),
+) -> (usize, Option<String>) {
+    retain_counted(
+        v,
+        |x| {
+            let (_, address, size, from, until) = fields(x);
+            until >= from && address.checked_add(size).is_some()
+        },
+        |x| {
+            let (name, address, size, from, until) = fields(x);
+            if until < from {
+                format!("{what} '{name}' ends before it starts, {until} < {from} ns")
+            } else {
+                format!(
+                    "{what} '{name}' at {address:#x} of {size} bytes wraps around the address \
+                     space"
+                )
+            }
+        },
+    )
 }
 
 #[cfg(test)]
@@ -396,6 +582,86 @@ mod tests {
         ));
         std::fs::write(&p, b"not json").unwrap();
         assert!(matches!(Sidecar::read(&p), Err(SidecarError::Json { .. })));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Entries no writer produces are dropped and counted; the rest is kept.
+    #[test]
+    fn inconsistent_entries_are_dropped_and_said() {
+        let text = serde_json::json!({
+            "schema": SIDECAR_SCHEMA,
+            "phases": [
+                {"name": "ok", "pid": 1, "tid": 1, "depth": 1, "start_ns": 10, "end_ns": 20},
+                {"name": "back", "pid": 1, "tid": 7, "depth": 1, "start_ns": 30, "end_ns": 5},
+                {"name": "back2", "pid": 1, "tid": 7, "depth": 1, "start_ns": 9, "end_ns": 8}
+            ],
+            "objects": [
+                {"name": "wraps", "pid": 1, "address": u64::MAX - 1, "size": 4, "from_ns": 0,
+                 "until_ns": 1, "kind": "object"},
+                {"name": "fine", "pid": 1, "address": 4096, "size": 4, "from_ns": 0,
+                 "until_ns": 1, "kind": "object"}
+            ],
+            "counters": {"events": [[17, "CPU_CYCLES"]], "totals": {},
+                "timeline": [{"tid": 0, "cpu": 0, "time_ns": 1, "reason": "final", "values": [1, 2]}]}
+        });
+        let p = Path::new("x.spelunk.json");
+        let s = Sidecar::from_json(text.to_string().as_bytes(), p).unwrap();
+        let names: Vec<&str> = s.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["ok"]);
+        assert_eq!(s.objects.len(), 1);
+        assert_eq!(s.objects[0].name, "fine");
+        assert!(s.counters.timeline.is_empty());
+        assert_eq!(s.problems.len(), 3, "{:?}", s.problems);
+        assert!(
+            s.problems[0].starts_with("x.spelunk.json: 2 phase(s)"),
+            "{:?}",
+            s.problems
+        );
+        assert!(
+            s.problems[0].contains("'back' of thread 7"),
+            "{:?}",
+            s.problems
+        );
+        assert!(s.problems[1].contains("'wraps'"), "{:?}", s.problems);
+        assert!(
+            s.problems[2].contains("2 values for 1 events"),
+            "{:?}",
+            s.problems
+        );
+    }
+
+    /// Empty, cut and missing sidecars, and --ignore-sidecar, as every command meets them.
+    #[test]
+    fn a_recordings_sidecar_is_read_one_way() {
+        let dir = std::env::temp_dir().join(format!("spelunk-sidecar-use-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("r.data");
+        let side = Sidecar::path_for(&data);
+        assert_eq!(
+            Sidecar::for_recording(&data, SidecarUse::Read).unwrap(),
+            (None, vec![])
+        );
+        std::fs::write(&side, b"  \n").unwrap();
+        let e = Sidecar::for_recording(&data, SidecarUse::Read).unwrap_err();
+        assert!(matches!(e, SidecarError::Empty { .. }), "{e}");
+        let full = serde_json::to_vec(&Sidecar::new("runtime")).unwrap();
+        std::fs::write(&side, &full[..full.len() / 2]).unwrap();
+        let e = Sidecar::for_recording(&data, SidecarUse::Read).unwrap_err();
+        assert!(
+            e.to_string().contains(&format!(
+                "cut off: its JSON ends unfinished at byte {}",
+                full.len() / 2
+            )),
+            "{e}"
+        );
+        let (sc, problems) = Sidecar::for_recording(&data, SidecarUse::Ignore).unwrap();
+        assert!(sc.is_none());
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0].contains("sidecar not used"), "{problems:?}");
+        // A dangling link is something there: refused, not taken for no sidecar.
+        std::fs::remove_file(&side).unwrap();
+        std::os::unix::fs::symlink(dir.join("gone"), &side).unwrap();
+        assert!(Sidecar::for_recording(&data, SidecarUse::Read).is_err());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -485,6 +485,38 @@ fn a_cut_auxtrace_payload_is_reported_with_its_offset_and_kept() {
     assert!(f.features.hostname.is_none());
 }
 
+/// A file cut before its SPE metadata is said to be cut, with the byte it ends at, not to
+/// hold no SPE data.
+#[test]
+fn a_file_cut_before_its_spe_metadata_says_it_was_cut() {
+    let dir = scratch_dir("cut-early");
+    let rec = write_recording(&dir, "spe.data", SpeMetadataLayout::V1, &[], false);
+    let bytes = std::fs::read(&rec.path).unwrap();
+    let full = PerfDataFile::from_bytes(&bytes).unwrap();
+    let info = full.auxtrace_info.as_ref().unwrap().offset as usize;
+    for cut in [full.summary.data_offset as usize, info, info + 5] {
+        let f = PerfDataFile::from_bytes(&bytes[..cut]).unwrap();
+        let e = f.require_spe().unwrap_err();
+        let damage = f.damage().unwrap();
+        assert!(matches!(e, PerfError::DamagedBeforeSpe { .. }), "{e}");
+        assert_eq!(e.offset(), Some(damage.offset));
+        assert!(
+            e.to_string().contains(&format!("the file ends at {cut}")),
+            "{cut}: {e}"
+        );
+    }
+    // Cut only in the feature sections: the SPE data is all there, no damage.
+    let data_end = (full.summary.data_offset + full.summary.header_data_size) as usize;
+    let f = PerfDataFile::from_bytes(&bytes[..data_end + 4]).unwrap();
+    assert!(f.require_spe().is_ok());
+    assert!(f.damage().is_none());
+    assert!(
+        problems(&f).contains("the file was cut"),
+        "{}",
+        problems(&f)
+    );
+}
+
 #[test]
 fn data_size_zero_is_scanned_to_the_end() {
     let dir = scratch_dir("zero");

@@ -58,6 +58,12 @@ pub struct System {
     pub pmu_names: Vec<String>,
 }
 
+/// Reads a sysfs or procfs file: a regular file of at most 1 MiB (a FIFO, a device or a
+/// directory in a `--sysroot` copy is refused, not read: it could block or never end).
+fn read_small(p: impl AsRef<Path>) -> std::io::Result<String> {
+    spelunk_fsio::read_to_string_bounded(p.as_ref(), 1 << 20)
+}
+
 /// Reads the system under `root` (`/` on a live machine).
 pub fn detect(root: &Path) -> Result<System, PmuError> {
     let cpu_dir = root.join("sys/devices/system/cpu");
@@ -71,7 +77,7 @@ pub fn detect(root: &Path) -> Result<System, PmuError> {
             };
             cpu_ids.push(n);
             let p = e.path().join("regs/identification/midr_el1");
-            if let Ok(s) = fs::read_to_string(&p) {
+            if let Ok(s) = read_small(&p) {
                 if let Some(m) = Midr::parse(&s) {
                     midrs.insert(n, (m, MidrSource::Sysfs));
                 }
@@ -80,7 +86,7 @@ pub fn detect(root: &Path) -> Result<System, PmuError> {
     }
     cpu_ids.sort_unstable();
     let cpuinfo_path = root.join("proc/cpuinfo");
-    let cpuinfo = fs::read_to_string(&cpuinfo_path).ok();
+    let cpuinfo = read_small(&cpuinfo_path).ok();
     if midrs.len() < cpu_ids.len() || cpu_ids.is_empty() {
         if let Some(text) = &cpuinfo {
             for (cpu, m) in parse_cpuinfo(text) {
@@ -137,11 +143,11 @@ fn read_pmus(dir: &Path) -> Result<(Vec<CorePmu>, Vec<String>), PmuError> {
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
         names.push(name.clone());
-        let Ok(cpus) = fs::read_to_string(p.join("cpus")) else {
+        let Ok(cpus) = read_small(p.join("cpus")) else {
             continue;
         };
         let type_path = p.join("type");
-        let ty = fs::read_to_string(&type_path).map_err(|e| PmuError::io(&type_path, e))?;
+        let ty = read_small(&type_path).map_err(|e| PmuError::io(&type_path, e))?;
         let perf_type = ty.trim().parse().map_err(|_| {
             PmuError::Detect(format!("{}: not a number: {ty:?}", type_path.display()))
         })?;
@@ -151,7 +157,7 @@ fn read_pmus(dir: &Path) -> Result<(Vec<CorePmu>, Vec<String>), PmuError> {
                 p.join("cpus").display()
             ))
         })?;
-        let slots = fs::read_to_string(p.join("caps/slots"))
+        let slots = read_small(p.join("caps/slots"))
             .ok()
             .and_then(|s| parse_num(&s))
             .filter(|&s| s > 0)
@@ -160,7 +166,7 @@ fn read_pmus(dir: &Path) -> Result<(Vec<CorePmu>, Vec<String>), PmuError> {
         if let Ok(rd) = fs::read_dir(p.join("events")) {
             for e in rd.flatten() {
                 let ev = e.file_name().to_string_lossy().to_ascii_uppercase();
-                if let Ok(s) = fs::read_to_string(e.path()) {
+                if let Ok(s) = read_small(e.path()) {
                     if let Some(code) = s
                         .trim()
                         .split(',')

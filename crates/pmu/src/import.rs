@@ -14,7 +14,7 @@
 use crate::catalog::Catalog;
 use crate::counts::{CountStatus, EventCount, Measurement};
 use crate::error::PmuError;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// perf's generic hardware/cache event names and the Armv8 common event each maps to in the
 /// arm64 PMUv3 driver's default tables (fact from Linux `arch/arm64/kernel/perf_event.c`,
@@ -91,7 +91,7 @@ pub fn parse_perf_stat(text: &str, path: &str, catalog: &Catalog) -> Result<Impo
         }
         let fields: Vec<&str> = line.split(sep).map(str::trim).collect();
         let Some(v) =
-            (0..fields.len()).find(|&v| is_value(fields[v]) && is_event(fields.get(v + 2)))
+            (0..fields.len()).find(|&v| is_value_like(fields[v]) && is_event(fields.get(v + 2)))
         else {
             // Lines that are not counter lines (e.g. a program's own output) are skipped.
             notes.push(format!(
@@ -110,6 +110,31 @@ pub fn parse_perf_stat(text: &str, path: &str, catalog: &Catalog) -> Result<Impo
             }
         }
         let event_field = fields[v + 2];
+        let err = |message: String| PmuError::Import {
+            path: path.to_string(),
+            line: line_no,
+            message,
+        };
+        if let Some(what) = x86_event(event_field) {
+            return Err(err(format!(
+                "{event_field} is {what}: these counts were taken on an x86 machine, not an \
+                 Arm core, and Arm top-down metrics cannot be computed from them (count with \
+                 perf stat on the Arm machine)"
+            )));
+        }
+        let value_field = fields[v];
+        let percent_field = fields.get(v + 4).copied().unwrap_or("");
+        if let Some(f) = [value_field, percent_field]
+            .into_iter()
+            .find(|f| in_other_locale(f, sep))
+        {
+            return Err(err(format!(
+                "{:?} is a number in another locale's format (digits grouped with '.' or a \
+                 decimal comma): perf stat wrote the numbers of the locale it ran in; run it \
+                 with LC_ALL=C, e.g. `LC_ALL=C perf stat -x, ...`",
+                shorten(f)
+            )));
+        }
         let Some((name, how)) = resolve_event(event_field, catalog) else {
             *unknown.entry(event_field.to_string()).or_insert(0) += 1;
             continue;
@@ -117,19 +142,31 @@ pub fn parse_perf_stat(text: &str, path: &str, catalog: &Catalog) -> Result<Impo
         if let Some(how) = how {
             mapped.insert(event_field.to_string(), format!("{name} ({how})"));
         }
-        let percent = fields.get(v + 4).and_then(|p| p.parse::<f64>().ok());
-        let fraction = percent.map(|p| (p / 100.0).clamp(0.0, 1.0));
-        let value_field = fields[v];
+        let percent = percent_field.parse::<f64>().ok();
+        if let Some(p) = percent.filter(|p| !(0.0..=100.0).contains(p)) {
+            return Err(err(format!(
+                "the running percentage of {event_field} is {p}, not between 0 and 100 (perf \
+                 writes time running / time enabled x 100)"
+            )));
+        }
+        let fraction = percent.map(|p| p / 100.0);
         let count = if value_field.starts_with("<not supported") {
             EventCount::missing(CountStatus::NotSupported)
         } else if value_field.starts_with("<not counted") {
             EventCount::missing(CountStatus::NotCounted)
         } else {
-            let value: f64 = value_field.parse().map_err(|_| PmuError::Import {
-                path: path.to_string(),
-                line: line_no,
-                message: format!("counter value {value_field:?} is not a number"),
+            let value: f64 = value_field.parse().map_err(|_| {
+                err(format!(
+                    "counter value {:?} is not a number",
+                    shorten(value_field)
+                ))
             })?;
+            if !value.is_finite() {
+                return Err(err(format!(
+                    "counter value {:?} of {event_field} is not a finite number",
+                    shorten(value_field)
+                )));
+            }
             if value < 0.0 {
                 return Err(PmuError::Import {
                     path: path.to_string(),
@@ -186,28 +223,25 @@ pub fn parse_perf_stat(text: &str, path: &str, catalog: &Catalog) -> Result<Impo
 
 fn assemble(rows: Vec<Row>, notes: &mut Vec<String>) -> Vec<ImportedScope> {
     let mut scopes: Vec<ImportedScope> = Vec::new();
+    // Indexes, so that the cost is linear in the lines whatever the scopes and intervals.
+    let mut scope_index: HashMap<Option<String>, usize> = HashMap::new();
+    let mut interval_index: HashMap<(usize, u64), usize> = HashMap::new();
     let mut dup_noted = false;
     for r in rows {
-        let idx = match scopes.iter().position(|s| s.id == r.scope) {
-            Some(i) => i,
-            None => {
-                scopes.push(ImportedScope {
-                    id: r.scope.clone(),
-                    ..Default::default()
-                });
-                scopes.len() - 1
-            }
-        };
+        let idx = *scope_index.entry(r.scope.clone()).or_insert_with(|| {
+            scopes.push(ImportedScope {
+                id: r.scope.clone(),
+                ..Default::default()
+            });
+            scopes.len() - 1
+        });
         let s = &mut scopes[idx];
         let target = match r.time_s {
             Some(t) => {
-                let pos = match s.intervals.iter().position(|(ti, _)| *ti == t) {
-                    Some(p) => p,
-                    None => {
-                        s.intervals.push((t, Measurement::single(BTreeMap::new())));
-                        s.intervals.len() - 1
-                    }
-                };
+                let pos = *interval_index.entry((idx, t.to_bits())).or_insert_with(|| {
+                    s.intervals.push((t, Measurement::single(BTreeMap::new())));
+                    s.intervals.len() - 1
+                });
                 &mut s.intervals[pos].1
             }
             None => {
@@ -260,8 +294,53 @@ fn detect_separator(text: &str) -> char {
     }
 }
 
-fn is_value(f: &str) -> bool {
-    f.starts_with("<not ") || (!f.is_empty() && f.parse::<f64>().is_ok())
+/// A counter value as perf writes it, in the C locale or another (digits with '.' and ','),
+/// so that a line in another locale is recognised as a counter line and refused with the
+/// reason instead of skipped.
+fn is_value_like(f: &str) -> bool {
+    f.starts_with("<not ")
+        || (!f.is_empty() && f.parse::<f64>().is_ok())
+        || (f.starts_with(|c: char| c.is_ascii_digit())
+            && f.chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == ','))
+}
+
+/// A number written by perf in a locale other than C: digits grouped with '.'
+/// (`1.234.567`) or a decimal comma (`100,00`, with `-x;`).
+fn in_other_locale(f: &str, sep: char) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    let decimal_comma = sep != ','
+        && f.split_once(',')
+            .is_some_and(|(a, b)| digits(a.replace('.', "").as_str()) && digits(b));
+    let grouped = f.matches('.').count() > 1 && f.split('.').all(digits);
+    decimal_comma || grouped
+}
+
+/// What makes `event` an x86 event, if it is one: PMU syntax with a core PMU only x86
+/// machines have (`cpu_core/cycles/`, `cpu_atom/...`, `cpu/...`), or an Intel-style name
+/// with a dot (`mem_load_retired.l3_miss`; Arm event names have none).
+fn x86_event(event: &str) -> Option<String> {
+    if let Some((pmu, rest)) = event.split_once('/') {
+        if rest.contains('/') && matches!(pmu, "cpu" | "cpu_core" | "cpu_atom") {
+            return Some(format!(
+                "an event of the {pmu} PMU, which only x86 machines have"
+            ));
+        }
+        return None;
+    }
+    let name = event.split(':').next().unwrap_or(event);
+    (name.contains('.') && name.parse::<f64>().is_err())
+        .then(|| "an x86 (Intel-style) event name".to_string())
+}
+
+/// A field for a message: at most 40 characters.
+fn shorten(f: &str) -> String {
+    if f.len() <= 40 {
+        f.to_string()
+    } else {
+        let cut = (0..=40).rev().find(|&i| f.is_char_boundary(i)).unwrap_or(0);
+        format!("{}... ({} characters)", &f[..cut], f.len())
+    }
 }
 
 fn is_event(f: Option<&&str>) -> bool {
@@ -402,5 +481,66 @@ CPU1;60;;r8;1000;50.00;;
 
         let err = parse_perf_stat("hello\n", "f.csv", &c).unwrap_err();
         assert!(err.to_string().contains("f.csv"), "{err}");
+    }
+
+    /// Input that would give wrong numbers is refused at its line, with the reason.
+    #[test]
+    fn refusals_name_the_line_and_the_reason() {
+        let c = builtin("neoverse-n1").unwrap();
+        let err = |text: &str| parse_perf_stat(text, "c.csv", &c).unwrap_err().to_string();
+        let e = err("100;;r8;1000;100.00;;\n1.234.567;;CPU_CYCLES;1000;100.00;;\n");
+        assert!(e.starts_with("c.csv:2: ") && e.contains("locale"), "{e}");
+        // Semicolons with decimal commas: the percentage gives the locale away.
+        let e = err("617.283;;INST_RETIRED;1000;100,00;;\n");
+        assert!(
+            e.starts_with("c.csv:1: ") && e.contains("\"100,00\""),
+            "{e}"
+        );
+        let e = err("1000,,cpu_core/cycles/,1000,100.00,,\n");
+        assert!(e.contains("cpu_core PMU") && e.contains("x86"), "{e}");
+        let e = err("1000,,mem_load_retired.l3_miss,1000,100.00,,\n");
+        assert!(e.contains("x86"), "{e}");
+        for v in ["nan", "inf", "1e400", &"9".repeat(400)] {
+            let e = err(&format!("{v},,r8,1000,100.00,,\n"));
+            assert!(
+                e.starts_with("c.csv:1: ") && e.contains("not a finite number"),
+                "{e}"
+            );
+        }
+        let e = err("100,,r8,1000,nan,,\n");
+        assert!(e.contains("running percentage"), "{e}");
+        let e = err("100,,r8,1000,100.5,,\n");
+        assert!(e.contains("not between 0 and 100"), "{e}");
+        // Still read: armv8 PMU syntax, and perf's generic names.
+        let ok = parse_perf_stat("5,,armv8_pmuv3_0/cycles/,1000,100.00,,\n", "c.csv", &c).unwrap();
+        assert_eq!(ok.scopes[0].total.events()["CPU_CYCLES"].value, Some(5.0));
+    }
+
+    /// Scopes and intervals are found through indexes: 20 000 of each assemble into exactly
+    /// those scopes and intervals, with each value where it was written.
+    #[test]
+    fn many_scopes_and_intervals() {
+        let c = builtin("neoverse-n1").unwrap();
+        let text: String = (0..20_000)
+            .map(|i| format!("CPU{i},{i},,r8,1000,100.00,,\n"))
+            .collect();
+        let imp = parse_perf_stat(&text, "t", &c).unwrap();
+        assert_eq!(imp.scopes.len(), 20_000);
+        assert_eq!(
+            imp.scopes[12_345].total.events()["INST_RETIRED"].value,
+            Some(12_345.0)
+        );
+        let text: String = (0..20_000)
+            .map(|i| format!("{i}.5,{i},,r8,1000,100.00,,\n"))
+            .collect();
+        let imp = parse_perf_stat(&text, "t", &c).unwrap();
+        let s = &imp.scopes[0];
+        assert_eq!(s.intervals.len(), 20_000);
+        assert_eq!(s.intervals[777].0, 777.5);
+        // The total is the sum 0 + 1 + ... + 19 999.
+        assert_eq!(
+            s.total.events()["INST_RETIRED"].value,
+            Some((19_999.0 * 20_000.0) / 2.0)
+        );
     }
 }

@@ -209,12 +209,17 @@ pub fn import_report(
     let named: Vec<_> = imported.scopes.iter().filter(|s| s.id.is_some()).collect();
     let mut sum_total = Measurement::default();
     let mut sum_intervals: Vec<(f64, Measurement)> = Vec::new();
+    // Interval by time, so the sum is linear in the intervals, however many.
+    let mut at: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     for s in &imported.scopes {
         sum_total = sum_total.add(&s.total);
         for (t, m) in &s.intervals {
-            match sum_intervals.iter_mut().find(|(ti, _)| ti == t) {
-                Some((_, acc)) => *acc = acc.add(m),
-                None => sum_intervals.push((*t, m.clone())),
+            match at.get(&t.to_bits()) {
+                Some(&i) => sum_intervals[i].1 = sum_intervals[i].1.add(m),
+                None => {
+                    at.insert(t.to_bits(), sum_intervals.len());
+                    sum_intervals.push((*t, m.clone()));
+                }
             }
         }
     }
@@ -222,14 +227,18 @@ pub fn import_report(
     let all_name = if named.is_empty() {
         "all".to_string()
     } else {
-        format!(
-            "all (sum of {})",
-            named
-                .iter()
-                .filter_map(|s| s.id.as_deref())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        let ids: Vec<&str> = named.iter().filter_map(|s| s.id.as_deref()).collect();
+        // Named in full up to a screenful; a file of thousands of scopes gets a count.
+        if ids.len() <= 16 {
+            format!("all (sum of {})", ids.join(", "))
+        } else {
+            format!(
+                "all (sum of {} scopes: {}, ..., {})",
+                ids.len(),
+                ids[..8].join(", "),
+                ids[ids.len() - 1]
+            )
+        }
     };
     scopes.push(scope_report(
         &all_name,

@@ -159,5 +159,8 @@ pub fn render(r: &AnnotateReport, with_source: bool) -> String {
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
     }
+    if let Some(b) = crate::text::losses_block(&r.losses, "", "") {
+        o.push_str(&b);
+    }
     o
 }

@@ -81,14 +81,8 @@ pub fn render(r: &C2cReport) -> String {
         "  Cache lines with peer snoops      : {}",
         r.totals.lines_with_peer_snoops
     );
-    let l = &r.losses;
-    let lost = l.dropped_records + l.incomplete_records + l.lost_records;
-    if lost > 0 || l.aux_truncated + l.aux_partial + l.aux_collision > 0 {
-        let _ = writeln!(
-            o,
-            "  Lost                              : {lost} records; AUX truncated {}, partial {}, collision {}",
-            l.aux_truncated, l.aux_partial, l.aux_collision
-        );
+    if let Some(b) = crate::text::losses_block(&r.losses, "", "  ") {
+        o.push_str(&b);
     }
     if r.lines.is_empty() {
         let _ = writeln!(

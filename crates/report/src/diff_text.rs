@@ -117,6 +117,11 @@ pub fn render(d: &DiffReport, tables: Tables, limit: usize) -> String {
         "Baseline (A): {} ({} samples selected)\nNew      (B): {} ({} samples selected)",
         d.baseline.file, d.baseline.samples_selected, d.new.file, d.new.samples_selected
     );
+    for (side, s) in [("A", &d.baseline), ("B", &d.new)] {
+        if let Some(b) = crate::text::losses_block(&s.losses, &format!(" in {side}"), "") {
+            o.push_str(&b);
+        }
+    }
     if !d.filter.is_empty() {
         let _ = writeln!(o, "Filter: {}", d.filter.join(", "));
     }

@@ -228,6 +228,9 @@ pub fn render(r: &EstimateReport) -> String {
     for n in &r.notes {
         let _ = writeln!(o, "note: {n}");
     }
+    if let Some(b) = crate::text::losses_block(&r.losses, "", "") {
+        o.push_str(&b);
+    }
     o
 }
 

@@ -1,8 +1,40 @@
 //! The report as terminal tables. Every number comes from the [`Report`] value (the same one
 //! `--json` prints); formulas are in docs/report.md.
 
-use spelunk_analysis::model::{GroupStats, Hotspot, LatencySummary, Report};
+use spelunk_analysis::model::{GroupStats, Hotspot, LatencySummary, Losses, Report};
 use std::fmt::Write as _;
+
+/// The damage summary every command prints when a recording lost something: one `LOSSES`
+/// line with the counts, then each problem (a cut file with its byte offsets, a sidecar not
+/// used) on its own line. `label` follows the word (e.g. ` in B`); `None` when nothing was
+/// lost.
+pub fn losses_block(l: &Losses, label: &str, indent: &str) -> Option<String> {
+    if l.is_empty() {
+        return None;
+    }
+    let lost = [
+        (l.undecodable_bytes, "undecodable bytes"),
+        (l.dropped_records, "dropped records"),
+        (l.incomplete_records, "incomplete records"),
+        (l.truncated_packets, "truncated packets"),
+        (l.aux_truncated, "AUX buffers truncated"),
+        (l.aux_partial, "AUX buffers partial"),
+        (l.aux_collision, "AUX buffers with collisions"),
+        (l.lost_events, "PERF_RECORD_LOST"),
+        (l.lost_records, "records reported lost"),
+    ];
+    let parts: Vec<String> = lost
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, w)| format!("{n} {w}"))
+        .collect();
+    let mut o = String::new();
+    let _ = writeln!(o, "{indent}LOSSES{label}: {}", parts.join(", "));
+    for p in &l.problems {
+        let _ = writeln!(o, "{indent}  {p}");
+    }
+    Some(o)
+}
 
 /// Which hotspot table to print.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,28 +281,10 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
             let _ = writeln!(o, "    note: {n}");
         }
     }
-    let l = &rec.losses;
-    let lost = [
-        (l.undecodable_bytes, "undecodable bytes"),
-        (l.dropped_records, "dropped records"),
-        (l.incomplete_records, "incomplete records"),
-        (l.truncated_packets, "truncated packets"),
-        (l.aux_truncated, "AUX buffers truncated"),
-        (l.aux_partial, "AUX buffers partial"),
-        (l.aux_collision, "AUX buffers with collisions"),
-        (l.lost_events, "PERF_RECORD_LOST"),
-    ];
-    let parts: Vec<String> = lost
-        .iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, w)| format!("{n} {w}"))
-        .collect();
-    if parts.is_empty() && l.problems.is_empty() {
-        let _ = writeln!(o, "  losses: none");
-    } else {
-        let _ = writeln!(o, "  LOSSES: {}", parts.join(", "));
-        for p in &l.problems {
-            let _ = writeln!(o, "    {p}");
+    match losses_block(&rec.losses, "", "  ") {
+        Some(b) => o.push_str(&b),
+        None => {
+            let _ = writeln!(o, "  losses: none");
         }
     }
     if !rec.missing_files.is_empty() {
