@@ -2,9 +2,10 @@
 
 use anyhow::bail;
 use clap::Args;
+use spelunk_analysis::recording::Recording;
 use spelunk_decode::StreamDesc;
 use spelunk_perf::PerfDataFile;
-use spelunk_spe::{CpuInterpretation, CpuModel, Interpretation, Midr};
+use spelunk_spe::{CpuModel, Interpretation, Midr};
 
 /// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
 #[derive(Args, Debug, Clone, Default)]
@@ -46,16 +47,16 @@ impl CpuArgs {
         file: &PerfDataFile,
         streams: &[StreamDesc],
     ) -> anyhow::Result<Interpretation> {
-        Ok(match self.midr_override()? {
-            Some(m) => Interpretation::uniform(Some(m)),
-            None => {
-                let mut i = Interpretation::uniform(file.features.midr());
-                for cpu in streams.iter().filter_map(|s| s.cpu) {
-                    i.set_cpu(cpu, CpuInterpretation::for_midr(file.cpu_midr(cpu)));
-                }
-                i
-            }
-        })
+        Ok(spelunk_analysis::recording::interpretation(
+            file,
+            streams,
+            self.midr_override()?,
+        ))
+    }
+
+    /// Opens the SPE recording `path`, interpreted as these options say.
+    pub fn open(&self, path: &std::path::Path) -> anyhow::Result<Recording> {
+        Ok(Recording::open(path, self.midr_override()?)?)
     }
 }
 

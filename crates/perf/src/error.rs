@@ -53,6 +53,12 @@ pub enum PerfError {
         "{path}: contains no Arm SPE data ({detail}): record with `perf record -e arm_spe_0//`"
     )]
     NoSpeData { path: String, detail: String },
+    /// Arm SPE metadata but not one byte of SPE data (no AUX buffer was written).
+    #[error(
+        "{path}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were written; \
+         was the workload too short, or did SPE not start?)"
+    )]
+    NoAuxData { path: String },
     /// A perf.data with AUX area data of another tracer.
     #[error(
         "{path}: contains {kind} data (PERF_RECORD_AUXTRACE_INFO type {auxtrace_type} at byte {offset}), \
