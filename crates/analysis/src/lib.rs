@@ -23,6 +23,7 @@ pub mod parallel;
 pub mod phases;
 pub mod profile;
 pub mod recording;
+pub mod samples;
 pub mod select;
 pub mod stats;
 pub mod symbolize;
