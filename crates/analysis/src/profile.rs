@@ -133,6 +133,14 @@ impl HotspotSort {
         by_name(&Self::ALL, s)
     }
 
+    /// [`Self::parse`], or the message that lists the known orders (`--sort`).
+    pub fn parse_or_explain(s: &str) -> Result<HotspotSort, String> {
+        Self::parse(s).ok_or_else(|| {
+            let known: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+            format!("unknown order '{s}'; known: {}", known.join(", "))
+        })
+    }
+
     pub fn name(self) -> &'static str {
         name_of(&Self::ALL, self)
     }

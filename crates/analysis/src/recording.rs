@@ -34,6 +34,10 @@ pub enum RecordingError {
         #[source]
         source: PerfError,
     },
+    /// The recording holds no SPE data (`spelunk decode`'s error; see
+    /// [`Recording::require_spe_data`]).
+    #[error(transparent)]
+    NoSpeData(PerfError),
     #[error("{path}: decoding")]
     Decode {
         path: String,
@@ -189,6 +193,14 @@ impl Recording {
 
     pub fn path(&self) -> &str {
         self.file.path()
+    }
+
+    /// The bytes of SPE data in the recording; an error when there are none (SPE never wrote
+    /// a buffer: decoding it would give nothing).
+    pub fn require_spe_data(&self) -> Result<u64, RecordingError> {
+        self.file
+            .require_spe_data()
+            .map_err(RecordingError::NoSpeData)
     }
 
     fn decode_error(&self, source: PipelineError<Infallible>) -> RecordingError {
@@ -458,8 +470,15 @@ mod tests {
         .write(&path)
         .unwrap();
         let rec = Recording::open(&path, None).unwrap();
-        let e = rec.file.require_spe_data().unwrap_err().to_string();
-        assert!(e.contains("has Arm SPE metadata but no SPE data"), "{e}");
+        let e = rec.require_spe_data().unwrap_err();
+        assert_eq!(
+            line(&e),
+            format!(
+                "{}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were \
+                 written; was the workload too short, or did SPE not start?)",
+                path.display()
+            )
+        );
         let objects = rec.ctx.data_objects(None);
         let mut sym = rec.symbolizer(None, None);
         let report = rec

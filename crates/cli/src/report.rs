@@ -86,7 +86,7 @@ pub struct ReportArgs {
 
     /// Order of the hotspot tables: samples, loads, stores, latency, p99, exec, l1d-miss,
     /// llc-miss, tlb-walk, mispredicts, remote (largest first; rows are cut after sorting)
-    #[arg(long, default_value = "samples", value_name = "FIGURE", value_parser = parse_sort)]
+    #[arg(long, default_value = "samples", value_name = "FIGURE", value_parser = HotspotSort::parse_or_explain)]
     pub sort: HotspotSort,
 
     /// Rows per table (with --c2c: cache lines)
@@ -106,14 +106,6 @@ pub struct ReportArgs {
 
     #[command(flatten)]
     pub interp: CpuArgs,
-}
-
-/// `--sort NAME`.
-fn parse_sort(s: &str) -> Result<HotspotSort, String> {
-    HotspotSort::parse(s).ok_or_else(|| {
-        let known: Vec<&str> = HotspotSort::ALL.iter().map(|(n, _)| *n).collect();
-        format!("unknown order '{s}'; known: {}", known.join(", "))
-    })
 }
 
 /// Builds the report (shared with the HTML output), with the c2c analysis when `--c2c` asks
