@@ -34,9 +34,13 @@ unit:
 emulator:
 	emulator/test.sh
 
-# Python tests: our Parquet/CSV read by pyarrow/pandas (an independent reader).
+# Python tests: our Parquet/CSV read by pyarrow/pandas (an independent reader), and the Python
+# package `spelunk` (crates/python, docs/python.md) installed from this tree by pip as a user
+# installs it (`pip install .`; here without build isolation: maturin is installed, and cargo
+# reuses target/release) and checked against the CLI's outputs.
 python: build
 	@scripts/ensure-deps.sh python
+	scripts/pip-install.sh --no-build-isolation .
 	cd tests/python && python3 -m pytest -q
 
 # The HTML report in headless Chromium (Debian's chromium driven by playwright-core from npm;

@@ -8,13 +8,16 @@
 #                                       the arm64 apt architecture (for Debian's arm64 kernel and
 #                                       its headers, scripts/arm64-vm.sh)
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
-#   scripts/ensure-deps.sh python     + pyarrow, pandas, pytest, jsonschema (the Python tests read our
-#                                       Parquet and check our JSON against its schemas)
+#   scripts/ensure-deps.sh python     + python3 and pip, pyarrow, pandas, pytest, jsonschema (the
+#                                       Python tests read our Parquet and check our JSON against
+#                                       its schemas) and maturin (builds the package `spelunk`:
+#                                       pip install --no-build-isolation .)
 #   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
 #                                       HTML report test (tests/browser); never downloads a browser
 set -euo pipefail
 
 want_apt=()
+want_python=0
 need_cmd() { command -v "$1" >/dev/null 2>&1; }
 
 # Linux perf 6.1 (Debian package linux-perf) is the independent SPE decoder our tests compare with.
@@ -30,12 +33,9 @@ for mode in "$@"; do
       need_cmd qemu-aarch64 || want_apt+=(qemu-user)
       ;;
     python)
-      if ! python3 -c 'import pyarrow, pandas, pytest, jsonschema' 2>/dev/null; then
-        echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema (pip)"
-        python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
-          pyarrow pandas pytest jsonschema \
-          || { echo "spelunk's Python tests need: python3 -m pip install pyarrow pandas pytest jsonschema" >&2; exit 1; }
-      fi
+      need_cmd python3 || want_apt+=(python3)
+      python3 -m pip --version >/dev/null 2>&1 || want_apt+=(python3-pip)
+      want_python=1
       ;;
     browser)
       [ -x /usr/bin/chromium ] || want_apt+=(chromium fonts-liberation)
@@ -94,6 +94,23 @@ if ((${#want_apt[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${want_apt[@]}" >/dev/null
+fi
+
+# Python packages, with pip once apt has installed it. The versions: what the tests and
+# pyproject.toml need (pyarrow >= 15 reads Arrow C streams; maturin 1.9+ builds the package).
+if ((want_python)) && ! python3 - 2>/dev/null <<'PY'
+import importlib.metadata as md
+def at_least(name, want):
+    have = tuple(int(x) for x in md.version(name).split(".")[:2] if x.isdigit())
+    return have >= want
+import pyarrow, pandas, pytest, jsonschema, maturin
+assert at_least("pyarrow", (15, 0)) and at_least("maturin", (1, 9))
+assert not at_least("maturin", (2, 0))
+PY
+then
+  echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema, maturin (pip)"
+  "$(dirname "$0")/pip-install.sh" "pyarrow>=15" pandas pytest jsonschema "maturin>=1.9,<2" \
+    || { echo "spelunk's Python tests need: python3 -m pip install 'pyarrow>=15' pandas pytest jsonschema 'maturin>=1.9,<2'" >&2; exit 1; }
 fi
 
 if ! need_cmd cargo; then

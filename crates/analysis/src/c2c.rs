@@ -13,10 +13,12 @@
 use crate::agg::OpKind;
 use crate::maps::AddressSpaces;
 use crate::objects::DataObjects;
-use crate::select::Selected;
+use crate::profile::Filter;
+use crate::recording::{Recording, RecordingError};
+use crate::select::{Selected, Selector};
 use crate::symbolize::CodeSymbolizer;
 use serde::Serialize;
-use spelunk_spe::{DataSource, Event, SpeSample};
+use spelunk_spe::{DataSource, DecodeStats, Event, SpeSample};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 /// Schema identifier of `spelunk c2c --json`.
@@ -594,6 +596,88 @@ pub struct C2cReport {
     pub totals: C2cTotals,
     pub lines: Vec<C2cLine>,
     pub losses: crate::model::Losses,
+}
+
+/// The c2c analysis of one recording, shared by `spelunk c2c` and `spelunk report --c2c`: pass 1
+/// ([`C2cScan::add`]) is fed every decoded sample — by its own decode, or by the report's, so
+/// the report pays one pass less — and [`C2cScan::finish`] runs pass 2 over the lines with peer
+/// snoops (if any) and assembles the report. The filter is applied exactly as the report's.
+pub struct C2cScan<'a> {
+    sel: Selector<'a>,
+    scan: LineScan,
+    line_size: u64,
+}
+
+impl<'a> C2cScan<'a> {
+    /// `line_size` must have passed [`crate::recording::check_line_size`].
+    pub fn new(rec: &'a Recording, filter: Filter, line_size: u64) -> Self {
+        C2cScan {
+            sel: Selector::new(&rec.interp, filter),
+            scan: LineScan::new(line_size),
+            line_size,
+        }
+    }
+
+    /// Pass 1: one decoded sample (in time order).
+    pub fn add(&mut self, s: &SpeSample) {
+        if let Some(x) = self.sel.select(s) {
+            self.scan.add(s, &x);
+        }
+    }
+
+    /// Samples offered to and selected by pass 1.
+    pub fn decoded(&self) -> u64 {
+        self.sel.decoded
+    }
+    pub fn selected(&self) -> u64 {
+        self.sel.selected
+    }
+    /// Selected loads and stores with a data address.
+    pub fn records(&self) -> u64 {
+        self.scan.totals.records
+    }
+
+    /// Pass 2 (a decode of `rec`, skipped when no line had a peer snoop) and the report, at
+    /// most `limit` lines; `stats` are pass 1's decode statistics (for the losses).
+    pub fn finish(
+        self,
+        rec: &Recording,
+        stats: &DecodeStats,
+        objects: &DataObjects,
+        symbolizer: &mut CodeSymbolizer,
+        limit: usize,
+    ) -> Result<C2cReport, RecordingError> {
+        let filter = self.sel.filter.clone();
+        let described = filter.describe();
+        let mut builder = C2cBuilder::new(&self.scan);
+        if !self.scan.peer_lines.is_empty() {
+            let mut sel2 = Selector::new(&rec.interp, filter);
+            rec.decode(|s| {
+                if let Some(x) = sel2.select(s) {
+                    builder.add(s, &x);
+                }
+            })?;
+        }
+        let (lines, totals) = builder.finish(
+            &rec.ctx.spaces,
+            objects,
+            symbolizer,
+            &rec.ctx.thread_names,
+            self.scan.totals.clone(),
+            limit,
+        );
+        Ok(C2cReport {
+            schema: C2C_SCHEMA,
+            file: rec.path().to_string(),
+            line_size: self.line_size,
+            samples_decoded: self.sel.decoded,
+            samples_selected: self.sel.selected,
+            filter: described,
+            totals,
+            lines,
+            losses: rec.losses(stats),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! Analyses over decoded SPE samples: enrichment (code addresses to functions and lines, data
-//! addresses to objects, times to phases, threads to names), aggregations and estimates. Pure
-//! computation over typed inputs; the only files it reads are the recorded binaries' symbols.
+//! addresses to objects, times to phases, threads to names), aggregations and estimates, over
+//! typed inputs. [`recording`] is the entry point every front end shares (the `spelunk`
+//! commands, the Python bindings): it opens a perf.data, runs the decode stage into these
+//! analyses ([`parallel`] in parallel) and assembles the report; apart from the recording and
+//! its sidecar, the only files read are the recorded binaries' symbols.
 
 pub mod agg;
 pub mod alloc_sites;
@@ -16,8 +19,11 @@ pub mod kallsyms;
 pub mod maps;
 pub mod model;
 pub mod objects;
+pub mod parallel;
 pub mod phases;
 pub mod profile;
+pub mod recording;
+pub mod samples;
 pub mod select;
 pub mod stats;
 pub mod symbolize;

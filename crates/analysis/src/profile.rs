@@ -133,6 +133,14 @@ impl HotspotSort {
         by_name(&Self::ALL, s)
     }
 
+    /// [`Self::parse`], or the message that lists the known orders (`--sort`).
+    pub fn parse_or_explain(s: &str) -> Result<HotspotSort, String> {
+        Self::parse(s).ok_or_else(|| {
+            let known: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
+            format!("unknown order '{s}'; known: {}", known.join(", "))
+        })
+    }
+
     pub fn name(self) -> &'static str {
         name_of(&Self::ALL, self)
     }
@@ -695,27 +703,9 @@ impl<'a> ProfileBuilder<'a> {
         let mut pcs: Vec<((Option<u32>, u64), &Agg)> =
             self.acc.per_pc.iter().map(|(k, a)| (*k, a)).collect();
         pcs.sort_unstable_by_key(|(k, _)| *k);
-        let mut requests = Vec::new();
-        let mut request_of = Vec::with_capacity(pcs.len());
-        for ((pid, pc), _) in &pcs {
-            match spaces.lookup(*pid, *pc, None) {
-                Some(m) => {
-                    request_of.push(Some(requests.len()));
-                    requests.push((m.clone(), *pc));
-                }
-                None => request_of.push(None),
-            }
-        }
-        let locations = symbolizer.symbolize(&requests);
-        let unknown = Arc::new(CodeLocation {
-            dso: Arc::from("[unknown]"),
-            ..Default::default()
-        });
-        let loc_of = |i: usize| {
-            request_of[i]
-                .map(|r| locations[r].clone())
-                .unwrap_or_else(|| unknown.clone())
-        };
+        let keys: Vec<(Option<u32>, u64)> = pcs.iter().map(|(k, _)| *k).collect();
+        let locations = symbolizer.symbolize_pcs(spaces, &keys);
+        let loc_of = |i: usize| locations[i].clone();
 
         let mut functions: HashMap<(Arc<str>, String), Agg> = HashMap::new();
         let mut lines: LineAggs = HashMap::new();

@@ -9,7 +9,7 @@
 //! recorded kernel's kallsyms when one is given ([`crate::kallsyms`]).
 
 use crate::kallsyms::KernelSymbols;
-use crate::maps::{Mapping, MappingKind};
+use crate::maps::{AddressSpaces, Mapping, MappingKind};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use std::collections::{BTreeSet, HashMap};
@@ -162,6 +162,36 @@ impl CodeSymbolizer {
                     ..Default::default()
                 })
             })
+            .collect()
+    }
+
+    /// Symbolizes each (pid, PC) in its process's address space (as mapped at the end of the
+    /// recording), in one batch. A PC outside every mapping of its process gets a location in
+    /// the DSO `[unknown]`.
+    pub fn symbolize_pcs(
+        &mut self,
+        spaces: &AddressSpaces,
+        pcs: &[(Option<u32>, u64)],
+    ) -> Vec<Arc<CodeLocation>> {
+        let mut requests = Vec::new();
+        let mut request_of = Vec::with_capacity(pcs.len());
+        for (pid, pc) in pcs {
+            match spaces.lookup(*pid, *pc, None) {
+                Some(m) => {
+                    request_of.push(Some(requests.len()));
+                    requests.push((m.clone(), *pc));
+                }
+                None => request_of.push(None),
+            }
+        }
+        let locations = self.symbolize(&requests);
+        let unknown = Arc::new(CodeLocation {
+            dso: Arc::from("[unknown]"),
+            ..Default::default()
+        });
+        request_of
+            .into_iter()
+            .map(|r| r.map_or_else(|| unknown.clone(), |r| locations[r].clone()))
             .collect()
     }
 

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::common::{CpuArgs, SidecarArgs};
-use crate::recording::{FilterArgs, Recording, SymbolArgs};
+use crate::recording::{FilterArgs, SymbolArgs};
 
 /// Annotate a function: its instructions with the samples, load latency, data sources and
 /// branch mispredictions SPE attributed to each, and the source lines they come from.
@@ -61,7 +61,7 @@ pub struct AnnotateArgs {
 }
 
 pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
-    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
+    let rec = args.interp.open(&args.file, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let described = filter.describe();
     let mut sel = Selector::new(&rec.interp, filter);
@@ -86,7 +86,7 @@ pub fn build(args: &AnnotateArgs) -> anyhow::Result<AnnotateReport> {
     }
 
     // Symbolize the sampled PCs (one batch) and keep the function's.
-    let mut symbolizer = rec.symbolizer(&args.symbols)?;
+    let mut symbolizer = args.symbols.symbolizer(&rec)?;
     let keys: Vec<(Option<u32>, u64)> = per_pc.keys().copied().collect();
     let mut requests = Vec::new();
     let mut of_request = Vec::new();

@@ -2,10 +2,11 @@
 
 use anyhow::bail;
 use clap::Args;
+use spelunk_analysis::recording::{Recording, RecordingError};
 use spelunk_decode::StreamDesc;
-use spelunk_perf::sidecar::{Sidecar, SidecarUse};
+use spelunk_perf::sidecar::SidecarUse;
 use spelunk_perf::PerfDataFile;
-use spelunk_spe::{CpuInterpretation, CpuModel, Interpretation, Midr};
+use spelunk_spe::{CpuModel, Interpretation, Midr};
 use std::path::Path;
 
 /// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
@@ -48,16 +49,36 @@ impl CpuArgs {
         file: &PerfDataFile,
         streams: &[StreamDesc],
     ) -> anyhow::Result<Interpretation> {
-        Ok(match self.midr_override()? {
-            Some(m) => Interpretation::uniform(Some(m)),
-            None => {
-                let mut i = Interpretation::uniform(file.features.midr());
-                for cpu in streams.iter().filter_map(|s| s.cpu) {
-                    i.set_cpu(cpu, CpuInterpretation::for_midr(file.cpu_midr(cpu)));
-                }
-                i
+        Ok(spelunk_analysis::recording::interpretation(
+            file,
+            streams,
+            self.midr_override()?,
+        ))
+    }
+
+    /// Opens the SPE recording `path`, interpreted as these options say, with its sidecar as
+    /// `sidecar` says: an unreadable sidecar is an error that says how to go on without it;
+    /// `--ignore-sidecar` leaves it out with a warning on standard error (and a problem in the
+    /// losses).
+    pub fn open(&self, path: &Path, sidecar: &SidecarArgs) -> anyhow::Result<Recording> {
+        let how = if sidecar.ignore_sidecar {
+            SidecarUse::Ignore
+        } else {
+            SidecarUse::Read
+        };
+        let rec = Recording::open(path, self.midr_override()?, how).map_err(|e| match e {
+            RecordingError::Sidecar(e) => anyhow::anyhow!(
+                "{e}; repair or move it, or pass --ignore-sidecar to analyse {} without it",
+                path.display()
+            ),
+            e => e.into(),
+        })?;
+        if sidecar.ignore_sidecar {
+            for p in &rec.ctx.problems {
+                eprintln!("spelunk: warning: {p}");
             }
-        })
+        }
+        Ok(rec)
     }
 }
 
@@ -89,43 +110,6 @@ pub struct SidecarArgs {
     /// cannot be read (cut, not JSON, another schema, not a regular file) is an error
     #[arg(long)]
     pub ignore_sidecar: bool,
-}
-
-/// The sidecar of the recording `file`, read the one way every command reads it
-/// ([`Sidecar::for_recording`]): an unreadable sidecar is an error that says how to go on
-/// without it; `--ignore-sidecar` leaves it out with a warning on standard error (and a problem
-/// in the losses). Returns the sidecar and the problems to list with the recording's losses.
-pub fn recording_sidecar(
-    file: &Path,
-    args: &SidecarArgs,
-) -> anyhow::Result<(Option<Sidecar>, Vec<String>)> {
-    let how = if args.ignore_sidecar {
-        SidecarUse::Ignore
-    } else {
-        SidecarUse::Read
-    };
-    let (sidecar, problems) = Sidecar::for_recording(file, how).map_err(|e| {
-        anyhow::anyhow!(
-            "{e}; repair or move it, or pass --ignore-sidecar to analyse {} without it",
-            file.display()
-        )
-    })?;
-    if args.ignore_sidecar {
-        for p in &problems {
-            eprintln!("spelunk: warning: {p}");
-        }
-    }
-    Ok((sidecar, problems))
-}
-
-/// Why a recording that gave nothing may have given nothing: `; the recording is damaged:
-/// ...` when it is (cut short, a record cut off or malformed), else nothing. For the
-/// "no samples" errors, so a cut file is never reported as merely empty.
-pub fn damage_note(file: &PerfDataFile) -> String {
-    match file.damage() {
-        Some(p) => format!("; the recording is damaged: {}", p.message),
-        None => String::new(),
-    }
 }
 
 /// Numeric options, validated one way (issue 14): a value outside its range — 0 where 0

@@ -131,21 +131,7 @@ const PROGRESS_EVERY: u64 = 1 << 16;
 fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow::Result<ExitCode> {
     let file = PerfDataFile::open_spe(&args.file)?;
     let (plan, losses) = plan_from_perf(&file);
-    let total_bytes: u64 = file.aux_streams.iter().map(|s| s.bytes()).sum();
-    if total_bytes == 0 {
-        if let Some(p) = file.damage() {
-            bail!(
-                "{}: the recording is damaged before its SPE data: {}",
-                file.path(),
-                p.message
-            );
-        }
-        bail!(
-            "{}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were written; \
-             was the workload too short, or did SPE not start?)",
-            file.path()
-        );
-    }
+    let total_bytes = file.require_spe_data()?;
     let interp = args.interp.interpretation(&file, &plan.streams)?;
     let mut writer = SpeTableWriter::create(prefix, format, compression(args), interp.clone())?;
     let progress = Progress::bytes(total_bytes, "decoding", args.no_progress);
@@ -205,7 +191,7 @@ fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow:
             file.path(),
             total_bytes,
             first.unwrap_or_default(),
-            crate::common::damage_note(&file)
+            spelunk_analysis::recording::damage_note(&file)
         );
     }
     report(args, &summary, &outputs, &outcome.issues, &args.file);

@@ -2,7 +2,7 @@
 //! line and data object — sample share, load latency and data sources. Wiring only: the
 //! comparison is spelunk_analysis::diff.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use spelunk_analysis::diff::{diff, DiffReport};
 use spelunk_analysis::model::{RecordingInfo, Report};
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::common::{CpuArgs, SidecarArgs};
-use crate::recording::{FilterArgs, Recording, SymbolArgs};
+use crate::recording::{FilterArgs, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DiffBy {
@@ -69,10 +69,10 @@ pub struct DiffArgs {
 }
 
 fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
-    let rec = Recording::open(path, &args.interp, &args.sidecar)?;
+    let rec = args.interp.open(path, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
     let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
-    let mut symbolizer = rec.symbolizer(&args.symbols)?;
+    let mut symbolizer = args.symbols.symbolizer(&rec)?;
     let limits = ReportLimits {
         hotspot_rows: usize::MAX,
         object_rows: usize::MAX,
@@ -82,7 +82,7 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
         .with_phases(rec.ctx.phases.clone());
     // The same parallel aggregation as `spelunk report` (the same figures as a serial pass).
-    let stats = crate::report::profile(&rec, &mut builder, None)?;
+    let stats = spelunk_analysis::parallel::profile(&rec, &mut builder, None)?;
     let info = RecordingInfo {
         file: rec.path().to_string(),
         losses: rec.losses(&stats),
@@ -95,19 +95,7 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
         info,
         rec.ctx.sidecar.as_deref(),
     );
-    if r.recording.samples_selected == 0 {
-        bail!(
-            "{}: no samples{}; {} records were decoded{}",
-            r.recording.file,
-            if r.filter.is_empty() {
-                String::new()
-            } else {
-                format!(" matched the filter ({})", r.filter.join(", "))
-            },
-            r.recording.samples_decoded,
-            rec.damage_note()
-        );
-    }
+    rec.require_samples(&r)?;
     Ok(r)
 }
 

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::common::{CpuArgs, SidecarArgs};
-use crate::recording::{pc_range, FilterArgs, Recording, SymbolArgs};
+use crate::recording::{pc_range, FilterArgs, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum What {
@@ -123,7 +123,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
             EstimateKind::Bandwidth => CountedOps::Memory,
         },
     };
-    let rec = Recording::open(&args.file, &args.interp, &args.sidecar)?;
+    let rec = args.interp.open(&args.file, &args.sidecar)?;
     let mut filter = args.filter.filter(&rec.ctx)?;
     filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
     let mut selection = filter.describe();
@@ -155,7 +155,7 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         );
     }
 
-    let mut symbolizer = rec.symbolizer(&args.symbols)?;
+    let mut symbolizer = args.symbols.symbolizer(&rec)?;
     if let Some(name) = &args.symbol {
         let keys = per_pc.keys().filter_map(|(pid, pc)| pc.map(|p| (*pid, p)));
         let keep: HashSet<(Option<u32>, u64)> = rec.pcs_in_function(&mut symbolizer, keys, name);

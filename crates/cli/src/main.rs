@@ -66,18 +66,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// The error and its causes on one line, leaving out a cause whose text the line already holds
-/// (library errors often embed their cause in their own message).
+/// The error and its causes on one line (as the Python bindings word their exceptions).
 fn one_line(e: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if !line.contains(&text) {
-            if !line.is_empty() {
-                line.push_str(": ");
-            }
-            line.push_str(&text);
-        }
-    }
-    line.replace('\n', " ")
+    spelunk_analysis::recording::error_line(e.chain())
 }

@@ -1,25 +1,16 @@
-//! Opening an SPE recording and selecting its samples, for the commands that stream samples
-//! themselves (annotate, estimate, c2c, diff). The steps are the ones `spelunk report` takes:
-//! index the perf.data, plan the decode, interpret each CPU's data sources, rebuild the
-//! processes' address spaces; the filter options mean the same as report's.
+//! The options that select a recording's samples and name its code, shared by the commands that
+//! read SPE recordings (report, annotate, estimate, c2c, diff); the filter options mean the
+//! same everywhere. Opening and decoding a recording is spelunk_analysis::recording.
 
 use anyhow::{bail, Context};
 use clap::Args;
 use spelunk_analysis::context::RecordingContext;
 use spelunk_analysis::kallsyms::KernelSymbols;
-use spelunk_analysis::model::Losses;
 use spelunk_analysis::profile::{EventClass, Filter, PhaseFilter};
+use spelunk_analysis::recording::Recording;
 use spelunk_analysis::symbolize::CodeSymbolizer;
-use spelunk_decode::{
-    plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError, SampleMap,
-};
-use spelunk_perf::PerfDataFile;
-use spelunk_spe::{DecodeStats, Interpretation, SpeSample};
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-
-use crate::common::{CpuArgs, SidecarArgs};
 
 /// Where the recorded binaries and the kernel's symbols are (the same for every command that
 /// names code).
@@ -33,6 +24,25 @@ pub struct SymbolArgs {
     /// when the recording was made on this machine's running kernel]
     #[arg(long, value_name = "FILE")]
     pub kallsyms: Option<PathBuf>,
+}
+
+impl SymbolArgs {
+    /// The code symbolizer for `rec` (see [`Recording::symbolizer`]), with the kernel symbols
+    /// of `--kallsyms` when given.
+    pub fn symbolizer(&self, rec: &Recording) -> anyhow::Result<CodeSymbolizer> {
+        let kernel = match self.kallsyms.as_deref() {
+            Some(path) => {
+                // A kallsyms file has a few hundred thousand lines (~10 MB).
+                let text = spelunk_fsio::read_to_string_bounded(path, 1 << 30)
+                    .with_context(|| format!("--kallsyms {}", path.display()))?;
+                let k = KernelSymbols::parse(&text)
+                    .with_context(|| format!("--kallsyms {}", path.display()))?;
+                Some(Arc::new(k))
+            }
+            None => None,
+        };
+        Ok(rec.symbolizer(self.symfs.clone(), kernel))
+    }
 }
 
 /// Sample filters (the same as `spelunk report`'s).
@@ -164,189 +174,4 @@ pub fn phase_filter(ctx: &RecordingContext, name: &str) -> anyhow::Result<PhaseF
         name: name.to_string(),
         index: ctx.phases.clone(),
     })
-}
-
-/// An opened recording, ready to decode.
-pub struct Recording {
-    pub file: PerfDataFile,
-    pub plan: DecodePlan,
-    /// What the container says was lost (see [`Recording::losses`]).
-    container: ContainerLosses,
-    pub interp: Interpretation,
-    pub ctx: RecordingContext,
-}
-
-impl Recording {
-    /// Opens `path` and its sidecar (an unreadable sidecar is an error, unless
-    /// `--ignore-sidecar`).
-    pub fn open(path: &Path, cpu: &CpuArgs, sidecar: &SidecarArgs) -> anyhow::Result<Recording> {
-        let file = PerfDataFile::open_spe(path)
-            .with_context(|| format!("{}: cannot open as an SPE recording", path.display()))?;
-        let (sidecar, problems) = crate::common::recording_sidecar(path, sidecar)?;
-        let (plan, container) = plan_from_perf(&file);
-        let interp = cpu.interpretation(&file, &plan.streams)?;
-        let ctx = RecordingContext::from_perf(&file, sidecar, problems);
-        Ok(Recording {
-            file,
-            plan,
-            container,
-            interp,
-            ctx,
-        })
-    }
-
-    pub fn path(&self) -> &str {
-        self.file.path()
-    }
-
-    /// Decodes every sample in time order, feeding each to `f`.
-    pub fn decode(&self, mut f: impl FnMut(&SpeSample)) -> anyhow::Result<DecodeStats> {
-        let outcome =
-            spelunk_decode::decode(&self.file, &self.plan, &DecodeOptions::default(), |s| {
-                f(s);
-                Ok::<(), std::convert::Infallible>(())
-            });
-        match outcome {
-            Ok(o) => Ok(o.stats),
-            Err(PipelineError::Sink(never)) => match never {},
-            Err(e) => Err(e).with_context(|| format!("{}: decoding", self.file.path())),
-        }
-    }
-
-    /// Decodes every sample, each stream's worker first mapping its samples with its own
-    /// `maps[i]` (in parallel); `f` gets the items in the time order [`Recording::decode`]
-    /// gives the samples.
-    pub fn decode_map<M: SampleMap>(
-        &self,
-        maps: &mut [M],
-        mut f: impl FnMut(&M::Item),
-    ) -> anyhow::Result<DecodeStats> {
-        let outcome = spelunk_decode::decode_map(
-            &self.file,
-            &self.plan,
-            &DecodeOptions::default(),
-            maps,
-            |item| {
-                f(item);
-                Ok::<(), std::convert::Infallible>(())
-            },
-        );
-        match outcome {
-            Ok(o) => Ok(o.stats),
-            Err(PipelineError::Sink(never)) => match never {},
-            Err(e) => Err(e).with_context(|| format!("{}: decoding", self.file.path())),
-        }
-    }
-
-    /// The time of the first timed sample [`Recording::decode`] gives (what `--time-range` is
-    /// relative to), without decoding the whole recording.
-    pub fn first_time_ns(&self) -> anyhow::Result<Option<u64>> {
-        spelunk_decode::first_time_ns(&self.file, &self.plan, &DecodeOptions::default())
-            .with_context(|| format!("{}: decoding", self.file.path()))
-    }
-
-    /// For errors that found nothing to show: `; the recording is damaged: ...` when it is
-    /// (cut short, a record cut off or malformed), else its first problem (a feature section
-    /// cut off, a sidecar's dropped entries), else "". Damage is never left unsaid because
-    /// the command failed for another reason.
-    pub fn damage_note(&self) -> String {
-        let note = crate::common::damage_note(&self.file);
-        if !note.is_empty() {
-            return note;
-        }
-        let mut problems = self.container.problems.iter().chain(&self.ctx.problems);
-        match problems.next() {
-            Some(first) => {
-                let more = problems.count();
-                format!(
-                    "; the recording has problems: {first}{}",
-                    if more > 0 {
-                        format!(" (and {more} more: see `spelunk report`)")
-                    } else {
-                        String::new()
-                    }
-                )
-            }
-            None => String::new(),
-        }
-    }
-
-    /// Everything lost on the way, the same for every command: the decoder's and the
-    /// container's losses, the container's problems (a cut file, with its byte offsets) and
-    /// the sidecar's.
-    pub fn losses(&self, stats: &DecodeStats) -> Losses {
-        let c = &self.container;
-        let mut problems = c.problems.clone();
-        problems.extend(self.ctx.problems.iter().cloned());
-        Losses {
-            undecodable_bytes: stats.bad_bytes,
-            dropped_records: stats.dropped_records,
-            incomplete_records: stats.incomplete_records,
-            truncated_packets: stats.truncated_packets,
-            aux_truncated: c.aux_truncated,
-            aux_partial: c.aux_partial,
-            aux_collision: c.aux_collision,
-            lost_events: c.lost_events,
-            lost_records: c.lost_records,
-            problems,
-        }
-    }
-
-    /// The code symbolizer for this recording: binaries under `symfs`, kernel PCs named from
-    /// `kallsyms` when given, else from this machine's /proc/kallsyms when the recording was
-    /// made on this machine's running kernel (same hostname and kernel release in the header)
-    /// and the file shows addresses; otherwise kernel PCs stay `[kernel.kallsyms]`.
-    pub fn symbolizer(&self, args: &SymbolArgs) -> anyhow::Result<CodeSymbolizer> {
-        let sym = CodeSymbolizer::new(args.symfs.clone());
-        if let Some(path) = args.kallsyms.as_deref() {
-            // A kallsyms file has a few hundred thousand lines (~10 MB).
-            let text = spelunk_fsio::read_to_string_bounded(path, 1 << 30)
-                .with_context(|| format!("--kallsyms {}", path.display()))?;
-            let k = KernelSymbols::parse(&text)
-                .with_context(|| format!("--kallsyms {}", path.display()))?;
-            return Ok(sym.with_kernel_symbols(Arc::new(k)));
-        }
-        let f = &self.file.features;
-        let here = |p: &str| {
-            std::fs::read_to_string(p)
-                .ok()
-                .map(|s| s.trim().to_string())
-        };
-        let same_kernel = f.hostname.is_some()
-            && f.hostname == here("/proc/sys/kernel/hostname")
-            && f.os_release.is_some()
-            && f.os_release == here("/proc/sys/kernel/osrelease");
-        if same_kernel {
-            if let Some(k) = here("/proc/kallsyms").and_then(|t| KernelSymbols::parse(&t).ok()) {
-                return Ok(sym.with_kernel_symbols(Arc::new(k)));
-            }
-        }
-        Ok(sym)
-    }
-
-    /// The (pid, PC) pairs of `pcs` that symbolize to a function named `name`.
-    pub fn pcs_in_function(
-        &self,
-        symbolizer: &mut CodeSymbolizer,
-        pcs: impl IntoIterator<Item = (Option<u32>, u64)>,
-        name: &str,
-    ) -> HashSet<(Option<u32>, u64)> {
-        let requests: Vec<_> = pcs
-            .into_iter()
-            .filter_map(|(pid, pc)| {
-                self.ctx
-                    .spaces
-                    .lookup(pid, pc, None)
-                    .map(|m| ((pid, pc), (m.clone(), pc)))
-            })
-            .collect();
-        let locs =
-            symbolizer.symbolize(&requests.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>());
-        requests
-            .iter()
-            .zip(locs)
-            .filter(|(_, l)| l.function.as_deref() == Some(name))
-            .map(|((k, _), _)| *k)
-            .collect()
-    }
 }

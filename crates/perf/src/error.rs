@@ -64,6 +64,20 @@ pub enum PerfError {
         /// file was cut)`.
         detail: String,
     },
+    /// Arm SPE metadata but not one byte of SPE data (no AUX buffer was written).
+    #[error(
+        "{path}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were written; \
+         was the workload too short, or did SPE not start?)"
+    )]
+    NoAuxData { path: String },
+    /// Arm SPE metadata, no SPE data, and damage (a cut or malformed record) before any: the
+    /// damage is the likely reason the data is missing.
+    #[error("{path}: the recording is damaged before its SPE data: {detail}")]
+    DamagedBeforeSpeData {
+        path: String,
+        offset: u64,
+        detail: String,
+    },
     /// A perf.data with AUX area data of another tracer.
     #[error(
         "{path}: contains {kind} data (PERF_RECORD_AUXTRACE_INFO type {auxtrace_type} at byte {offset}), \
@@ -100,6 +114,7 @@ impl PerfError {
             | PerfError::Malformed { offset, .. }
             | PerfError::OtherAuxtrace { offset, .. }
             | PerfError::DamagedBeforeSpe { offset, .. }
+            | PerfError::DamagedBeforeSpeData { offset, .. }
             | PerfError::SpeMetadata { offset, .. } => Some(*offset),
             _ => None,
         }

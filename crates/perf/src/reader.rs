@@ -1183,6 +1183,26 @@ impl PerfDataFile {
         self.source.read_exact_at(buf, offset)
     }
 
+    /// The bytes of SPE data the recording holds over all its AUX streams; an error when it
+    /// holds none (SPE never wrote a buffer, or the file is damaged before any), as decoding
+    /// it would give nothing.
+    pub fn require_spe_data(&self) -> Result<u64, PerfError> {
+        let bytes = self.aux_streams.iter().map(|s| s.bytes()).sum();
+        if bytes == 0 {
+            if let Some(p) = self.damage() {
+                return Err(PerfError::DamagedBeforeSpeData {
+                    path: self.path.clone(),
+                    offset: p.offset,
+                    detail: p.message.clone(),
+                });
+            }
+            return Err(PerfError::NoAuxData {
+                path: self.path.clone(),
+            });
+        }
+        Ok(bytes)
+    }
+
     /// The SPE metadata, or the error that explains why there is none: no AUXTRACE_INFO, AUX
     /// data of another tracer, or an unknown metadata version.
     pub fn require_spe(&self) -> Result<&SpeAuxtraceInfo, PerfError> {

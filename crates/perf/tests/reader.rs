@@ -37,6 +37,13 @@ fn round_trip_of_everything_the_writer_wrote() {
         })
     );
     assert_eq!(f.require_spe().unwrap().pmu_type(), 10);
+    // Every AUX byte written, payloads padded to 8 bytes as perf pads them.
+    let aux_bytes: usize = rec
+        .chunks
+        .iter()
+        .map(|c| c.bytes.len().next_multiple_of(8))
+        .sum();
+    assert_eq!(f.require_spe_data().unwrap(), aux_bytes as u64);
     assert_eq!(f.time_conv, Some(rec.spec.time_conv));
     assert_eq!(f.time_conv_layout, Some(TimeConvLayout::Long));
 

@@ -1,0 +1,250 @@
+//! The report's decode in parallel: each decode worker aggregates its stream's samples into a
+//! shard of the profile ([`ProfileShard`]), and only the order-dependent part (first time,
+//! timeline reservoir) runs in the time-ordered merge. The same report as feeding every
+//! sample to one [`ProfileBuilder`] in decode order (tested below).
+
+use crate::c2c::C2cScan;
+use crate::profile::{OrderedSample, ProfileBuilder, ProfileShard};
+use crate::recording::{Recording, RecordingError};
+use spelunk_decode::{SampleContext, SampleMap};
+use spelunk_spe::{DecodeStats, SpeRecord, SpeSample};
+use std::sync::{Condvar, Mutex};
+
+/// The profile shards the decode workers aggregate into: about one per core, however many
+/// streams (CPUs) the recording has. Each shard holds a set of per-PC aggregates, so one per
+/// stream would cost a recording of 64 CPUs running the same code 64 copies of them.
+struct ShardPool<'a> {
+    free: Mutex<Vec<ProfileShard<'a>>>,
+    returned: Condvar,
+}
+
+impl<'a> ShardPool<'a> {
+    /// `n` shards of `builder` (at least one).
+    fn new(builder: &ProfileBuilder<'a>, n: usize) -> Self {
+        ShardPool {
+            free: Mutex::new((0..n.max(1)).map(|_| builder.shard()).collect()),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// Takes a free shard, waiting for one if all are taken (their holders are mapping
+    /// records, never waiting on anything: see SampleMap::end).
+    fn take(&self) -> ProfileShard<'a> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(s) = free.pop() {
+                return s;
+            }
+            free = self.returned.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn give_back(&self, shard: ProfileShard<'a>) {
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(shard);
+        self.returned.notify_one();
+    }
+
+    fn into_shards(self) -> Vec<ProfileShard<'a>> {
+        self.free.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A decode worker's part of the report: aggregates its stream's samples into a shard of the
+/// profile taken from the pool for each run of records (in parallel with the other streams)
+/// and passes on, in time order, what the order-dependent part needs.
+struct ProfileMap<'p, 'a> {
+    pool: &'p ShardPool<'a>,
+    held: Option<ProfileShard<'a>>,
+}
+
+impl<'p, 'a> ProfileMap<'p, 'a> {
+    fn new(pool: &'p ShardPool<'a>) -> Self {
+        ProfileMap { pool, held: None }
+    }
+
+    /// The shard this map holds, taken from the pool if it holds none (the worker calls
+    /// `begin` first, so only a map used outside a run takes one here).
+    #[inline]
+    fn shard(&mut self) -> &mut ProfileShard<'a> {
+        let pool = self.pool;
+        self.held.get_or_insert_with(|| pool.take())
+    }
+
+    #[inline]
+    fn add(&mut self, s: &SpeSample) -> OrderedSample {
+        self.shard().add(s)
+    }
+
+    fn take(&mut self) {
+        self.shard();
+    }
+
+    fn give_back(&mut self) {
+        if let Some(s) = self.held.take() {
+            self.pool.give_back(s);
+        }
+    }
+}
+
+impl SampleMap for ProfileMap<'_, '_> {
+    type Item = OrderedSample;
+    #[inline]
+    fn map(&mut self, r: &SpeRecord, c: &SampleContext) -> OrderedSample {
+        self.add(&c.sample(r))
+    }
+    fn begin(&mut self) {
+        self.take();
+    }
+    fn end(&mut self) {
+        self.give_back();
+    }
+}
+
+/// [`ProfileMap`] that also passes the sample on, for the c2c scan (which takes samples in
+/// time order).
+struct ProfileMapWithSample<'p, 'a>(ProfileMap<'p, 'a>);
+
+impl SampleMap for ProfileMapWithSample<'_, '_> {
+    type Item = (OrderedSample, SpeSample);
+    #[inline]
+    fn map(&mut self, r: &SpeRecord, c: &SampleContext) -> (OrderedSample, SpeSample) {
+        let s = c.sample(r);
+        (self.0.add(&s), s)
+    }
+    fn begin(&mut self) {
+        self.0.take();
+    }
+    fn end(&mut self) {
+        self.0.give_back();
+    }
+}
+
+/// Decodes `rec` into `builder` (and into `c2c`'s first pass): the same report as
+/// `rec.decode(|s| builder.add(s))`, but the per-sample aggregation runs in the decode
+/// workers, into a pool of shards (about one per core), and only the order-dependent part (first
+/// time, timeline reservoir) in the time-ordered merge; the shards are merged at the end
+/// (sums).
+pub fn profile(
+    rec: &Recording,
+    builder: &mut ProfileBuilder,
+    c2c: Option<&mut C2cScan>,
+) -> Result<DecodeStats, RecordingError> {
+    // One shard more than the cores: a worker the OS deschedules while it holds a shard does
+    // not stall the others (measured on 2 cores, 1 GiB, 64 streams: 2 shards 10.3 s, 3
+    // shards 8.6 s; docs/performance.md).
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    profile_in(rec, builder, c2c, cores + 1)
+}
+
+/// [`profile`] with at most `shards` shards.
+fn profile_in(
+    rec: &Recording,
+    builder: &mut ProfileBuilder,
+    c2c: Option<&mut C2cScan>,
+    shards: usize,
+) -> Result<DecodeStats, RecordingError> {
+    if builder.needs_first_time() {
+        // A time range is relative to the first sample: the shards need it before the decode.
+        let t0 = rec.first_time_ns()?;
+        builder.set_first_time(t0);
+    }
+    let pool = ShardPool::new(builder, shards.min(rec.plan.streams.len()));
+    let stats = match c2c {
+        None => {
+            let mut maps: Vec<_> = rec
+                .plan
+                .streams
+                .iter()
+                .map(|_| ProfileMap::new(&pool))
+                .collect();
+            let stats = rec.decode_map(&mut maps, |o| builder.add_ordered(o))?;
+            maps.iter_mut().for_each(ProfileMap::give_back);
+            stats
+        }
+        Some(c2c) => {
+            let mut maps: Vec<_> = rec
+                .plan
+                .streams
+                .iter()
+                .map(|_| ProfileMapWithSample(ProfileMap::new(&pool)))
+                .collect();
+            let stats = rec.decode_map(&mut maps, |(o, s)| {
+                builder.add_ordered(o);
+                c2c.add(s);
+            })?;
+            maps.iter_mut().for_each(|m| m.0.give_back());
+            stats
+        }
+    };
+    if let Some(all) = ProfileShard::merge_all(pool.into_shards()) {
+        builder.merge(all);
+    }
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::RecordingInfo;
+    use crate::profile::{EventClass, Filter, ReportLimits};
+    use spelunk_testkit::SynthRecording;
+
+    /// However few shards the workers share (one for six streams) or many (one each), the
+    /// report is the serial one: every sample fed in decode order to one builder, timeline
+    /// and time-range filter included.
+    #[test]
+    fn any_number_of_shards_gives_the_serial_report() {
+        let dir = std::env::temp_dir().join(format!("spelunk-shard-pool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("six-cpus.data");
+        SynthRecording {
+            cpus: 6,
+            records_per_cpu: 4000,
+            chunk_bytes: 4096,
+            ..Default::default()
+        }
+        .write(&path)
+        .unwrap();
+        let rec = Recording::open(&path, None, spelunk_perf::sidecar::SidecarUse::Read).unwrap();
+        assert_eq!(rec.plan.streams.len(), 6);
+        let objects = rec.ctx.data_objects(None);
+        let limits = ReportLimits {
+            timeline_points: 500,
+            ..Default::default()
+        };
+        let json = |b: ProfileBuilder| {
+            let mut sym = rec.symbolizer(None, None);
+            let r = b.finish(
+                &rec.ctx.spaces,
+                &mut sym,
+                &rec.ctx.thread_names,
+                RecordingInfo::default(),
+                None,
+            );
+            serde_json::to_string(&r).unwrap()
+        };
+        let filters = [
+            Filter::default(),
+            Filter {
+                time_range_s: Some((0.001, 0.003)),
+                event: Some(EventClass::Load),
+                ..Default::default()
+            },
+        ];
+        for filter in filters {
+            let mut serial = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
+            rec.decode(|s| serial.add(s)).unwrap();
+            let want = json(serial);
+            assert!(want.contains("\"loads\""), "{want}");
+            for shards in [1, 2, 6] {
+                let mut b = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
+                profile_in(&rec, &mut b, None, shards).unwrap();
+                assert!(json(b) == want, "{shards} shards, {filter:?}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

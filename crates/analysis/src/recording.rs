@@ -1,0 +1,579 @@
+//! An opened SPE recording and the passes over it that every front end shares — the `spelunk`
+//! commands and the Python bindings: index the perf.data, plan the decode, interpret each CPU's
+//! data sources, rebuild the processes' address spaces; then decode (serially, or into the
+//! parallel profile of [`crate::parallel`]) and assemble the report.
+//!
+//! Errors are [`RecordingError`]s: each names the file, and their `Display` plus causes (see
+//! [`error_line`]) are the messages `spelunk` prints.
+
+use crate::c2c::C2cScan;
+use crate::context::RecordingContext;
+use crate::kallsyms::KernelSymbols;
+use crate::model::{Losses, RecordingInfo, Report};
+use crate::objects::DataObjects;
+use crate::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
+use crate::symbolize::CodeSymbolizer;
+use spelunk_decode::{
+    plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError, SampleMap,
+    StreamDesc,
+};
+/// Whether [`Recording::open`] reads the sidecar (re-exported for front ends).
+pub use spelunk_perf::sidecar::SidecarUse;
+use spelunk_perf::sidecar::{Sidecar, SidecarError};
+use spelunk_perf::{PerfDataFile, PerfError};
+use spelunk_spe::{CpuInterpretation, DecodeStats, Interpretation, Midr, SpeSample};
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why a recording could not be opened, decoded or reported. `Display` is one line starting
+/// with the file; the cause, when there is one, is the error's `source`.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordingError {
+    #[error("{path}: cannot open as an SPE recording")]
+    Open {
+        path: String,
+        #[source]
+        source: PerfError,
+    },
+    /// The recording holds no SPE data (`spelunk decode`'s error; see
+    /// [`Recording::require_spe_data`]).
+    #[error(transparent)]
+    NoSpeData(PerfError),
+    /// The recording's sidecar (`FILE.spelunk.json`) exists but cannot be read: never dropped
+    /// silently ([`Sidecar::for_recording`]); [`SidecarUse::Ignore`] goes on without it.
+    #[error(transparent)]
+    Sidecar(SidecarError),
+    #[error("{path}: decoding")]
+    Decode {
+        path: String,
+        #[source]
+        source: PipelineError<Infallible>,
+    },
+    /// The report selected no sample (`spelunk report`, `spelunk diff`).
+    #[error(
+        "{path}: no samples{}; {decoded} records were decoded{damage}",
+        matched_filter(filter)
+    )]
+    NoSamples {
+        path: String,
+        /// The filter, described (empty: none).
+        filter: Vec<String>,
+        decoded: u64,
+        /// [`Recording::damage_note`]: a recording that gave nothing may be damaged.
+        damage: String,
+    },
+    /// The c2c analysis selected no sample.
+    #[error(
+        "{path}: no samples matched{}; {decoded} records were decoded{damage}",
+        the_filter(filter)
+    )]
+    NoSamplesMatched {
+        path: String,
+        filter: Vec<String>,
+        decoded: u64,
+        damage: String,
+    },
+    #[error(
+        "{path}: none of the {selected} selected samples is a load or store with a data address (record with load_filter=1,store_filter=1){damage}"
+    )]
+    NoMemorySamples {
+        path: String,
+        selected: u64,
+        damage: String,
+    },
+    #[error("--line-size {0}: expected a power of two of at least 8")]
+    LineSize(u64),
+}
+
+fn matched_filter(filter: &[String]) -> String {
+    if filter.is_empty() {
+        String::new()
+    } else {
+        format!(" matched the filter ({})", filter.join(", "))
+    }
+}
+
+fn the_filter(filter: &[String]) -> String {
+    if filter.is_empty() {
+        String::new()
+    } else {
+        format!(" the filter ({})", filter.join(", "))
+    }
+}
+
+/// An error and its causes on one line, leaving out a cause whose text the line already holds
+/// (library errors often embed their cause in their own message): how `spelunk` prints an
+/// error, and the message of the Python bindings' exceptions.
+pub fn error_line<'a>(
+    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> String {
+    let mut line = String::new();
+    for cause in chain {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            if !line.is_empty() {
+                line.push_str(": ");
+            }
+            line.push_str(&text);
+        }
+    }
+    line.replace('\n', " ")
+}
+
+/// `e` and its sources, for [`error_line`].
+pub fn error_chain<'a>(
+    e: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(e), |e| e.source())
+}
+
+/// The data-source interpretation of every CPU of `file`: `midr` for all of them when given
+/// (`--cpu-model`, `--midr`), else each CPU's recorded MIDR.
+pub fn interpretation(
+    file: &PerfDataFile,
+    streams: &[StreamDesc],
+    midr: Option<Midr>,
+) -> Interpretation {
+    match midr {
+        Some(m) => Interpretation::uniform(Some(m)),
+        None => {
+            let mut i = Interpretation::uniform(file.features.midr());
+            for cpu in streams.iter().filter_map(|s| s.cpu) {
+                i.set_cpu(cpu, CpuInterpretation::for_midr(file.cpu_midr(cpu)));
+            }
+            i
+        }
+    }
+}
+
+/// The c2c analysis asked of [`Recording::report`] (`spelunk report --c2c`).
+#[derive(Clone, Copy, Debug)]
+pub struct C2cOptions {
+    /// Cache line size in bytes (checked by [`check_line_size`]).
+    pub line_size: u64,
+    /// Lines to keep.
+    pub limit: usize,
+}
+
+/// What [`Recording::report`] computes: the samples, the table sizes and order, and whether
+/// to add the c2c tables.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    pub filter: Filter,
+    pub limits: ReportLimits,
+    pub sort: HotspotSort,
+    pub c2c: Option<C2cOptions>,
+}
+
+/// `--line-size`: a power of two of at least 8 bytes.
+pub fn check_line_size(bytes: u64) -> Result<(), RecordingError> {
+    if !bytes.is_power_of_two() || bytes < 8 {
+        return Err(RecordingError::LineSize(bytes));
+    }
+    Ok(())
+}
+
+/// An opened recording, ready to decode.
+pub struct Recording {
+    pub file: PerfDataFile,
+    pub plan: DecodePlan,
+    /// What the container says was lost (see [`Recording::losses`]).
+    container: ContainerLosses,
+    pub interp: Interpretation,
+    pub ctx: RecordingContext,
+}
+
+impl Recording {
+    /// Opens `path` (a perf.data with Arm SPE data), interpreting data sources for `midr` when
+    /// given, else for each CPU's recorded MIDR, with its sidecar as `sidecar` says (one that
+    /// cannot be read is an error unless [`SidecarUse::Ignore`]; what reading it dropped is in
+    /// `ctx.problems`).
+    pub fn open(
+        path: &Path,
+        midr: Option<Midr>,
+        sidecar: SidecarUse,
+    ) -> Result<Recording, RecordingError> {
+        let file = PerfDataFile::open_spe(path).map_err(|source| RecordingError::Open {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let (sidecar, problems) =
+            Sidecar::for_recording(path, sidecar).map_err(RecordingError::Sidecar)?;
+        let (plan, container) = plan_from_perf(&file);
+        let interp = interpretation(&file, &plan.streams, midr);
+        let ctx = RecordingContext::from_perf(&file, sidecar, problems);
+        Ok(Recording {
+            file,
+            plan,
+            container,
+            interp,
+            ctx,
+        })
+    }
+
+    pub fn path(&self) -> &str {
+        self.file.path()
+    }
+
+    /// The bytes of SPE data in the recording; an error when there are none (SPE never wrote
+    /// a buffer: decoding it would give nothing).
+    pub fn require_spe_data(&self) -> Result<u64, RecordingError> {
+        self.file
+            .require_spe_data()
+            .map_err(RecordingError::NoSpeData)
+    }
+
+    fn decode_error(&self, source: PipelineError<Infallible>) -> RecordingError {
+        RecordingError::Decode {
+            path: self.file.path().to_string(),
+            source,
+        }
+    }
+
+    /// Decodes every sample in time order, feeding each to `f`.
+    pub fn decode(&self, mut f: impl FnMut(&SpeSample)) -> Result<DecodeStats, RecordingError> {
+        let outcome =
+            spelunk_decode::decode(&self.file, &self.plan, &DecodeOptions::default(), |s| {
+                f(s);
+                Ok::<(), Infallible>(())
+            });
+        match outcome {
+            Ok(o) => Ok(o.stats),
+            Err(PipelineError::Sink(never)) => match never {},
+            Err(e) => Err(self.decode_error(e)),
+        }
+    }
+
+    /// Decodes every sample, each stream's worker first mapping its samples with its own
+    /// `maps[i]` (in parallel); `f` gets the items in the time order [`Recording::decode`]
+    /// gives the samples.
+    pub fn decode_map<M: SampleMap>(
+        &self,
+        maps: &mut [M],
+        mut f: impl FnMut(&M::Item),
+    ) -> Result<DecodeStats, RecordingError> {
+        let outcome = spelunk_decode::decode_map(
+            &self.file,
+            &self.plan,
+            &DecodeOptions::default(),
+            maps,
+            |item| {
+                f(item);
+                Ok::<(), Infallible>(())
+            },
+        );
+        match outcome {
+            Ok(o) => Ok(o.stats),
+            Err(PipelineError::Sink(never)) => match never {},
+            Err(e) => Err(self.decode_error(e)),
+        }
+    }
+
+    /// The time of the first timed sample [`Recording::decode`] gives (what `--time-range` is
+    /// relative to), without decoding the whole recording.
+    pub fn first_time_ns(&self) -> Result<Option<u64>, RecordingError> {
+        spelunk_decode::first_time_ns(&self.file, &self.plan, &DecodeOptions::default())
+            .map_err(|e| self.decode_error(e))
+    }
+
+    /// For errors that found nothing to show: `; the recording is damaged: ...` when it is
+    /// (cut short, a record cut off or malformed), else its first problem (a feature section
+    /// cut off, a sidecar's dropped entries), else "". Damage is never left unsaid because
+    /// the command failed for another reason.
+    pub fn damage_note(&self) -> String {
+        let note = damage_note(&self.file);
+        if !note.is_empty() {
+            return note;
+        }
+        let mut problems = self.container.problems.iter().chain(&self.ctx.problems);
+        match problems.next() {
+            Some(first) => {
+                let more = problems.count();
+                format!(
+                    "; the recording has problems: {first}{}",
+                    if more > 0 {
+                        format!(" (and {more} more: see `spelunk report`)")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+            None => String::new(),
+        }
+    }
+
+    /// Everything lost on the way, the same for every command: the decoder's and the
+    /// container's losses, the container's problems (a cut file, with its byte offsets) and
+    /// the sidecar's.
+    pub fn losses(&self, stats: &DecodeStats) -> Losses {
+        let c = &self.container;
+        let mut problems = c.problems.clone();
+        problems.extend(self.ctx.problems.iter().cloned());
+        Losses {
+            undecodable_bytes: stats.bad_bytes,
+            dropped_records: stats.dropped_records,
+            incomplete_records: stats.incomplete_records,
+            truncated_packets: stats.truncated_packets,
+            aux_truncated: c.aux_truncated,
+            aux_partial: c.aux_partial,
+            aux_collision: c.aux_collision,
+            lost_events: c.lost_events,
+            lost_records: c.lost_records,
+            problems,
+        }
+    }
+
+    /// The code symbolizer for this recording: binaries under `symfs`, kernel PCs named from
+    /// `kernel` when given (the recorded kernel's kallsyms), else from this machine's
+    /// /proc/kallsyms when the recording was made on this machine's running kernel (same
+    /// hostname and kernel release in the header) and the file shows addresses; otherwise
+    /// kernel PCs stay `[kernel.kallsyms]`.
+    pub fn symbolizer(
+        &self,
+        symfs: Option<PathBuf>,
+        kernel: Option<Arc<KernelSymbols>>,
+    ) -> CodeSymbolizer {
+        let sym = CodeSymbolizer::new(symfs);
+        if let Some(k) = kernel {
+            return sym.with_kernel_symbols(k);
+        }
+        let f = &self.file.features;
+        let here = |p: &str| {
+            std::fs::read_to_string(p)
+                .ok()
+                .map(|s| s.trim().to_string())
+        };
+        let same_kernel = f.hostname.is_some()
+            && f.hostname == here("/proc/sys/kernel/hostname")
+            && f.os_release.is_some()
+            && f.os_release == here("/proc/sys/kernel/osrelease");
+        if same_kernel {
+            if let Some(k) = here("/proc/kallsyms").and_then(|t| KernelSymbols::parse(&t).ok()) {
+                return sym.with_kernel_symbols(Arc::new(k));
+            }
+        }
+        sym
+    }
+
+    /// The (pid, PC) pairs of `pcs` that symbolize to a function named `name`.
+    pub fn pcs_in_function(
+        &self,
+        symbolizer: &mut CodeSymbolizer,
+        pcs: impl IntoIterator<Item = (Option<u32>, u64)>,
+        name: &str,
+    ) -> HashSet<(Option<u32>, u64)> {
+        let requests: Vec<_> = pcs
+            .into_iter()
+            .filter_map(|(pid, pc)| {
+                self.ctx
+                    .spaces
+                    .lookup(pid, pc, None)
+                    .map(|m| ((pid, pc), (m.clone(), pc)))
+            })
+            .collect();
+        let locs =
+            symbolizer.symbolize(&requests.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>());
+        requests
+            .iter()
+            .zip(locs)
+            .filter(|(_, l)| l.function.as_deref() == Some(name))
+            .map(|((k, _), _)| *k)
+            .collect()
+    }
+
+    /// The report of the samples `opts.filter` selects (what `spelunk report` prints), with
+    /// the c2c tables when `opts.c2c` asks for them (their first pass rides on the report's
+    /// decode). The line size must have passed [`check_line_size`].
+    pub fn report(
+        &self,
+        objects: &DataObjects,
+        symbolizer: &mut CodeSymbolizer,
+        opts: ReportOptions,
+    ) -> Result<Report, RecordingError> {
+        let mut c2c = opts
+            .c2c
+            .map(|c| C2cScan::new(self, opts.filter.clone(), c.line_size));
+        let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
+            .with_phases(self.ctx.phases.clone())
+            .with_hotspot_sort(opts.sort);
+        let stats = crate::parallel::profile(self, &mut builder, c2c.as_mut())?;
+        let losses = self.losses(&stats);
+        let info = RecordingInfo {
+            file: self.path().to_string(),
+            cpu_model: self.interp.default.model.map(|m| m.name().to_string()),
+            midr: self.file.features.midr().map(|m| m.to_string()),
+            emulated: self
+                .ctx
+                .sidecar
+                .as_ref()
+                .is_some_and(|s| s.source == "emulator"),
+            sampling: self.ctx.sampling.clone(),
+            losses,
+            ..Default::default()
+        };
+        let mut report = builder.finish(
+            &self.ctx.spaces,
+            symbolizer,
+            &self.ctx.thread_names,
+            info,
+            self.ctx.sidecar.as_deref(),
+        );
+        if let (Some(scan), Some(o)) = (c2c, opts.c2c) {
+            // Without samples there are no lines to show: say so (and why) first.
+            self.require_samples(&report)?;
+            report.c2c = Some(scan.finish(self, &stats, objects, symbolizer, o.limit)?);
+        }
+        Ok(report)
+    }
+
+    /// The c2c analysis's first pass over the samples `filter` selects (see [`C2cScan`]): an
+    /// error when none is selected or none is a load or store with a data address.
+    pub fn c2c_scan(
+        &self,
+        filter: Filter,
+        line_size: u64,
+    ) -> Result<(C2cScan<'_>, DecodeStats), RecordingError> {
+        let described = filter.describe();
+        let mut scan = C2cScan::new(self, filter, line_size);
+        let stats = self.decode(|s| scan.add(s))?;
+        if scan.selected() == 0 {
+            return Err(RecordingError::NoSamplesMatched {
+                path: self.path().to_string(),
+                filter: described,
+                decoded: scan.decoded(),
+                damage: self.damage_note(),
+            });
+        }
+        if scan.records() == 0 {
+            return Err(RecordingError::NoMemorySamples {
+                path: self.path().to_string(),
+                selected: scan.selected(),
+                damage: self.damage_note(),
+            });
+        }
+        Ok((scan, stats))
+    }
+
+    /// A report of this recording that selected no sample is an error
+    /// ([`RecordingError::NoSamples`], saying when the recording is damaged): there is
+    /// nothing to show.
+    pub fn require_samples(&self, report: &Report) -> Result<(), RecordingError> {
+        if report.recording.samples_selected == 0 {
+            return Err(RecordingError::NoSamples {
+                path: report.recording.file.clone(),
+                filter: report.filter.clone(),
+                decoded: report.recording.samples_decoded,
+                damage: self.damage_note(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why a recording that gave nothing may have given nothing: `; the recording is damaged:
+/// ...` when it is (cut short, a record cut off or malformed), else nothing. For the
+/// "no samples" errors, so a cut file is never reported as merely empty.
+pub fn damage_note(file: &PerfDataFile) -> String {
+    match file.damage() {
+        Some(p) => format!("; the recording is damaged: {}", p.message),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use spelunk_testkit::SynthRecording;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("spelunk-recording-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn line(e: &RecordingError) -> String {
+        error_line(error_chain(e))
+    }
+
+    /// The messages front ends show: the file, what failed, and the cause once.
+    #[test]
+    fn open_errors_name_the_file_and_the_cause() {
+        let dir = scratch("open");
+        let missing = dir.join("missing.data");
+        let e = Recording::open(&missing, None, SidecarUse::Read)
+            .err()
+            .unwrap();
+        let m = missing.display();
+        assert_eq!(
+            line(&e),
+            format!("{m}: cannot open as an SPE recording: {m}: cannot open: No such file or directory (os error 2)")
+        );
+        let text = dir.join("text.txt");
+        std::fs::write(&text, "hello\n").unwrap();
+        let e = Recording::open(&text, None, SidecarUse::Read)
+            .err()
+            .unwrap();
+        assert!(
+            line(&e).starts_with(&format!(
+                "{}: cannot open as an SPE recording: {}: not a perf.data file",
+                text.display(),
+                text.display()
+            )),
+            "{}",
+            line(&e)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A recording SPE never wrote to opens, but says it holds no SPE data; reported, it
+    /// selects no sample.
+    #[test]
+    fn a_recording_without_spe_data_says_so() {
+        let dir = scratch("empty");
+        let path = dir.join("empty.data");
+        SynthRecording {
+            records_per_cpu: 0,
+            ..Default::default()
+        }
+        .write(&path)
+        .unwrap();
+        let rec = Recording::open(&path, None, SidecarUse::Read).unwrap();
+        let e = rec.require_spe_data().unwrap_err();
+        assert_eq!(
+            line(&e),
+            format!(
+                "{}: the recording has Arm SPE metadata but no SPE data (no AUX buffers were \
+                 written; was the workload too short, or did SPE not start?)",
+                path.display()
+            )
+        );
+        let objects = rec.ctx.data_objects(None);
+        let mut sym = rec.symbolizer(None, None);
+        let report = rec
+            .report(&objects, &mut sym, ReportOptions::default())
+            .unwrap();
+        let e = rec.require_samples(&report).unwrap_err();
+        assert_eq!(
+            line(&e),
+            format!("{}: no samples; 0 records were decoded", path.display())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn error_line_leaves_out_causes_already_said() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: {0}")]
+        struct Embeds(#[source] std::io::Error);
+        let e = Embeds(std::io::Error::other("inner\ncause"));
+        assert_eq!(error_line(error_chain(&e)), "outer: inner cause");
+        assert_eq!(
+            line(&RecordingError::LineSize(12)),
+            "--line-size 12: expected a power of two of at least 8"
+        );
+        assert!(check_line_size(64).is_ok() && check_line_size(4).is_err());
+    }
+}
