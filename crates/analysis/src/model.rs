@@ -3,6 +3,8 @@
 //! every number they show is the same number. Each field is defined in docs/report.md.
 
 use serde::Serialize;
+
+pub mod c2c;
 /// An event asked for and not counted, with why (the sidecar's type).
 pub use spelunk_perf::sidecar::NotCounted;
 
@@ -418,7 +420,7 @@ pub struct Report {
     /// Cache lines shared between cores (`--c2c`): exactly what `spelunk c2c --json` prints
     /// for the same samples (schema spelunk-c2c/1); absent without `--c2c`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub c2c: Option<crate::c2c::C2cReport>,
+    pub c2c: Option<c2c::C2cReport>,
     /// Resident memory and PMU counters over time (a sidecar with timelines; absent
     /// otherwise, so reports without them are unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,7 @@
 use anyhow::Context;
 use clap::Args;
 use spelunk_analysis::c2c::C2cReport;
-use spelunk_analysis::recording::check_line_size;
+use spelunk_engine::report::check_line_size;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

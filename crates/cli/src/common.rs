@@ -2,8 +2,8 @@
 
 use anyhow::bail;
 use clap::Args;
-use spelunk_analysis::recording::{Recording, RecordingError};
 use spelunk_decode::StreamDesc;
+use spelunk_engine::recording::{Recording, RecordingError};
 use spelunk_perf::sidecar::SidecarUse;
 use spelunk_perf::PerfDataFile;
 use spelunk_spe::{CpuModel, Interpretation, Midr};
@@ -49,7 +49,7 @@ impl CpuArgs {
         file: &PerfDataFile,
         streams: &[StreamDesc],
     ) -> anyhow::Result<Interpretation> {
-        Ok(spelunk_analysis::recording::interpretation(
+        Ok(spelunk_engine::recording::interpretation(
             file,
             streams,
             self.midr_override()?,

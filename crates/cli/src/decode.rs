@@ -191,7 +191,7 @@ fn decode_perf(args: &DecodeArgs, prefix: &Path, format: TableFormat) -> anyhow:
             file.path(),
             total_bytes,
             first.unwrap_or_default(),
-            spelunk_analysis::recording::damage_note(&file)
+            spelunk_engine::recording::damage_note(&file)
         );
     }
     report(args, &summary, &outputs, &outcome.issues, &args.file);

@@ -82,7 +82,7 @@ fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
         .with_phases(rec.ctx.phases.clone());
     // The same parallel aggregation as `spelunk report` (the same figures as a serial pass).
-    let stats = spelunk_analysis::parallel::profile(&rec, &mut builder, None)?;
+    let stats = spelunk_engine::parallel::profile(&rec, &mut builder, None)?;
     let info = RecordingInfo {
         file: rec.path().to_string(),
         losses: rec.losses(&stats),

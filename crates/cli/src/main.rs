@@ -68,5 +68,5 @@ fn main() -> ExitCode {
 
 /// The error and its causes on one line (as the Python bindings word their exceptions).
 fn one_line(e: &anyhow::Error) -> String {
-    spelunk_analysis::recording::error_line(e.chain())
+    spelunk_engine::recording::error_line(e.chain())
 }

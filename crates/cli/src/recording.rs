@@ -1,14 +1,14 @@
 //! The options that select a recording's samples and name its code, shared by the commands that
 //! read SPE recordings (report, annotate, estimate, c2c, diff); the filter options mean the
-//! same everywhere. Opening and decoding a recording is spelunk_analysis::recording.
+//! same everywhere. Opening and decoding a recording is spelunk_engine::recording.
 
 use anyhow::{bail, Context};
 use clap::Args;
 use spelunk_analysis::context::RecordingContext;
 use spelunk_analysis::kallsyms::KernelSymbols;
 use spelunk_analysis::profile::{EventClass, Filter, PhaseFilter};
-use spelunk_analysis::recording::Recording;
 use spelunk_analysis::symbolize::CodeSymbolizer;
+use spelunk_engine::recording::Recording;
 use std::path::PathBuf;
 use std::sync::Arc;
 

@@ -4,9 +4,9 @@
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_analysis::model::Report;
-use spelunk_analysis::parallel::profile;
 use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
-use spelunk_analysis::recording::{check_line_size, C2cOptions, ReportOptions};
+use spelunk_engine::parallel::profile;
+use spelunk_engine::report::{check_line_size, C2cOptions, ReportOptions};
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};

@@ -5,7 +5,7 @@
 //! model as dicts and lists (what `spelunk report --json` prints, without going through text),
 //! the attributed samples as Arrow record batches (samples.rs).
 //!
-//! Errors are the CLI's messages (spelunk_analysis::recording::error_line), raised as
+//! Errors are the CLI's messages (spelunk_engine::recording::error_line), raised as
 //! `spelunk.errors.SpelunkError`, or its subclass `RecordingNotFoundError` (also a
 //! `FileNotFoundError`) when the file does not exist.
 
@@ -16,10 +16,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::profile::{Filter, HotspotSort, ReportLimits};
-use spelunk_analysis::recording::{
-    check_line_size, error_chain, error_line, C2cOptions, Recording, RecordingError, ReportOptions,
-    SidecarUse,
-};
+use spelunk_engine::recording::{error_chain, error_line, Recording, RecordingError, SidecarUse};
+use spelunk_engine::report::{check_line_size, C2cOptions, ReportOptions};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 

@@ -1,4 +1,4 @@
-//! `Recording.samples()`: every decoded sample with its attribution (spelunk_analysis::samples)
+//! `Recording.samples()`: every decoded sample with its attribution (spelunk_engine::samples)
 //! as Arrow record batches, handed to Python through the Arrow C stream interface (a PyCapsule
 //! named `arrow_array_stream`, the Arrow PyCapsule protocol's `__arrow_c_stream__`), which
 //! pyarrow, polars and DuckDB import without a copy.
@@ -22,8 +22,8 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use spelunk_analysis::objects::{DataObjects, ObjectKind};
-use spelunk_analysis::recording::{Recording, RecordingError};
-use spelunk_analysis::samples::{SampleAttribution, SampleAttributor};
+use spelunk_engine::recording::{Recording, RecordingError};
+use spelunk_engine::samples::{SampleAttribution, SampleAttributor};
 use spelunk_spe::{Events, OpClass, Operation, SpeSample};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

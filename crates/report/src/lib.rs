@@ -1,5 +1,5 @@
-//! Writers for spelunk's results: typed tables (Parquet, CSV) and, later, terminal tables,
-//! JSON and HTML. Nothing here decodes or analyses; it presents what earlier stages produced.
+//! Writers for spelunk's results: typed tables (Parquet, CSV), terminal tables, JSON and HTML.
+//! Nothing here decodes or analyses; it presents what earlier stages produced.
 
 pub mod annotate_text;
 pub mod c2c_text;
@@ -12,6 +12,7 @@ pub mod spe_tables;
 pub mod summary;
 pub mod table;
 pub mod text;
+mod text_table;
 pub mod timelines_text;
 
 pub use spe_tables::{SpeTable, SpeTableWriter};

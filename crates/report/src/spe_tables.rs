@@ -12,10 +12,12 @@ use crate::table::{
     TableOptions, TableWriter, TextId, ROW_GROUP_ROWS,
 };
 use spelunk_decode::{SampleContext, SampleMap};
+/// Which table a record belongs to (re-exported: the tables' writers and readers name it).
+pub use spelunk_spe::SpeTable;
 use spelunk_spe::{
     CallReturn, CodeAddress, CpuInterpretation, DataPhysicalAddress, DataSource,
-    DataVirtualAddress, Events, ImpDefEventNames, Interpretation, LoadStoreKind, OpClass, OpType,
-    Operation, SpeRecord, SpeSample,
+    DataVirtualAddress, Events, ImpDefEventNames, Interpretation, LoadStoreKind, OpType, Operation,
+    SpeRecord, SpeSample,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -103,30 +105,16 @@ pub const OTHER_COLUMNS: &[ColumnDef] = &[
     col("time_ns", U64, true),
 ];
 
-/// Which of the three tables a sample belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SpeTable {
-    LoadStore,
-    Branch,
-    Other,
+/// What the tables of [`SpeTable`] are named and hold.
+pub trait SpeTableFormat {
+    /// File-name suffix, as spe-parser names its outputs.
+    fn suffix(self) -> &'static str;
+    /// The table's columns.
+    fn columns(self) -> &'static [ColumnDef];
 }
 
-impl SpeTable {
-    pub fn of(sample: &SpeSample) -> SpeTable {
-        Self::of_record(&sample.record)
-    }
-
-    #[inline]
-    pub fn of_record(record: &SpeRecord) -> SpeTable {
-        match record.op.map(|o| o.class()) {
-            Some(OpClass::LoadStore) => SpeTable::LoadStore,
-            Some(OpClass::Branch) => SpeTable::Branch,
-            _ => SpeTable::Other,
-        }
-    }
-
-    /// File-name suffix, as spe-parser names its outputs.
-    pub fn suffix(self) -> &'static str {
+impl SpeTableFormat for SpeTable {
+    fn suffix(self) -> &'static str {
         match self {
             SpeTable::LoadStore => "ldst",
             SpeTable::Branch => "br",
@@ -134,7 +122,7 @@ impl SpeTable {
         }
     }
 
-    pub fn columns(self) -> &'static [ColumnDef] {
+    fn columns(self) -> &'static [ColumnDef] {
         match self {
             SpeTable::LoadStore => LDST_COLUMNS,
             SpeTable::Branch => BRANCH_COLUMNS,
@@ -413,7 +401,7 @@ impl SpeRow {
             exec,
             has: bits,
             op,
-            table: table_index(table) as u8,
+            table: table.index() as u8,
         }
     }
 
@@ -759,14 +747,6 @@ impl Expander<'_> {
     }
 }
 
-fn table_index(t: SpeTable) -> usize {
-    match t {
-        SpeTable::LoadStore => 0,
-        SpeTable::Branch => 1,
-        SpeTable::Other => 2,
-    }
-}
-
 /// Recycled row vectors (a row group's worth each), so no fresh pages are faulted in per group.
 type RowPool = Arc<Mutex<Vec<Vec<SpeRow>>>>;
 
@@ -1016,7 +996,7 @@ mod tests {
         samples.push((SpeSample::default(), SpeTable::Other));
         for format in [TableFormat::Csv, TableFormat::Parquet] {
             for (n, (s, table)) in samples.iter().enumerate() {
-                assert_eq!(SpeTable::of(s), *table);
+                assert_eq!(SpeTable::of_record(&s.record), *table);
                 assert_eq!(SpeRow::from_sample(s).table(), *table);
                 let prefix = dir.join(format!("t{n}"));
                 let mut w =
@@ -1029,10 +1009,10 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{table:?} {:?}: {e}", s.record.op));
                 let rows: Vec<u64> = out.iter().map(|(_, n)| *n).collect();
                 let mut want = vec![0u64; 3];
-                want[table_index(*table)] = 1;
+                want[table.index()] = 1;
                 assert_eq!(rows, want);
                 if format == TableFormat::Csv {
-                    let text = std::fs::read_to_string(&out[table_index(*table)].0).unwrap();
+                    let text = std::fs::read_to_string(&out[table.index()].0).unwrap();
                     let mut lines = text.lines();
                     let header = lines.next().unwrap().split(',').count();
                     assert_eq!(header, table.columns().len());

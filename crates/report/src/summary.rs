@@ -1,11 +1,10 @@
 //! The summary `spelunk decode` prints: what was decoded, per table and CPU, the time span, the
 //! operation and data-source mix, and everything that was skipped or lost.
 
-use crate::spe_tables::SpeTable;
 use spelunk_decode::ContainerLosses;
 use spelunk_decode::SampleContext;
 use spelunk_spe::Interpretation;
-use spelunk_spe::{DataSource, DecodeStats, Event, SpeRecord, SpeSample};
+use spelunk_spe::{DataSource, DecodeStats, Event, SpeRecord, SpeSample, SpeTable};
 use std::fmt::Write as _;
 
 /// Accumulates a summary over a stream of samples.
@@ -51,11 +50,7 @@ impl DecodeSummary {
     #[inline]
     pub fn add_record(&mut self, r: &SpeRecord, s: &SampleContext, interp: &Interpretation) {
         self.samples += 1;
-        self.by_table[match SpeTable::of_record(r) {
-            SpeTable::LoadStore => 0,
-            SpeTable::Branch => 1,
-            SpeTable::Other => 2,
-        }] += 1;
+        self.by_table[SpeTable::of_record(r).index()] += 1;
         match s
             .cpu
             .and_then(|c| usize::try_from(c).ok())

@@ -1,6 +1,7 @@
 //! The report as terminal tables. Every number comes from the [`Report`] value (the same one
 //! `--json` prints); formulas are in docs/report.md.
 
+use crate::text_table::Table;
 use spelunk_analysis::model::{GroupStats, Hotspot, LatencySummary, Losses, Report};
 use std::fmt::Write as _;
 
@@ -57,69 +58,6 @@ impl Default for TextOptions {
         TextOptions {
             by: HotspotsBy::Function,
             rows: 20,
-        }
-    }
-}
-
-/// A plain text table with right-aligned numeric columns.
-pub(crate) struct Table {
-    header: Vec<String>,
-    /// Columns aligned left (text); the others are aligned right.
-    left: Vec<bool>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    pub(crate) fn new(cols: &[(&str, bool)]) -> Table {
-        Table {
-            header: cols.iter().map(|c| c.0.to_string()).collect(),
-            left: cols.iter().map(|c| c.1).collect(),
-            rows: Vec::new(),
-        }
-    }
-    /// A table of right-aligned (numeric) columns.
-    pub(crate) fn numeric(header: Vec<String>) -> Table {
-        Table {
-            left: vec![false; header.len()],
-            header,
-            rows: Vec::new(),
-        }
-    }
-    pub(crate) fn row(&mut self, r: Vec<String>) {
-        self.rows.push(r);
-    }
-    pub(crate) fn render(&self, out: &mut String) {
-        let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
-        for r in &self.rows {
-            for (i, c) in r.iter().enumerate() {
-                if let Some(x) = w.get_mut(i) {
-                    *x = (*x).max(c.chars().count());
-                }
-            }
-        }
-        let line = |cells: Vec<&str>, out: &mut String| {
-            let mut s = String::new();
-            for (i, c) in cells.iter().enumerate() {
-                if i > 0 {
-                    s.push_str("  ");
-                }
-                let pad = w[i].saturating_sub(c.chars().count());
-                let last = i + 1 == cells.len();
-                if self.left[i] {
-                    s.push_str(c);
-                    if !last {
-                        s.push_str(&" ".repeat(pad));
-                    }
-                } else {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(c);
-                }
-            }
-            let _ = writeln!(out, "  {}", s.trim_end());
-        };
-        line(self.header.iter().map(|h| h.as_str()).collect(), out);
-        for r in &self.rows {
-            line(r.iter().map(|c| c.as_str()).collect(), out);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! there are several), and the rates derived from the counters, with their formulas named
 //! below the table. Every number comes from the report value `--json` prints.
 
-use crate::text::Table;
+use crate::text_table::Table;
 use spelunk_analysis::model::{CapacityPoint, CounterInterval, NotCounted, Timelines};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

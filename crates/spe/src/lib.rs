@@ -33,6 +33,6 @@ pub use op::{CallReturn, LoadStoreKind, OpClass, OpType, Operation};
 pub use packet::{decode_packet, Packet, PacketError, PacketReader, PayloadSize};
 pub use record::{
     counter_saturated, decode_records, DecodeIssue, DecodeStats, RecordDecoder, RecordLayout,
-    SpeRecord, Terminator,
+    SpeRecord, SpeTable, Terminator,
 };
 pub use sample::SpeSample;

@@ -7,7 +7,7 @@
 
 use crate::address::{CodeAddress, DataPhysicalAddress, DataVirtualAddress};
 use crate::events::Events;
-use crate::op::OpType;
+use crate::op::{OpClass, OpType};
 use crate::packet::{
     address_index, counter_index, decode_packet, Packet, PacketError, PayloadSize, MAX_PACKET_LEN,
 };
@@ -622,6 +622,38 @@ impl SpeRecord {
         }
         debug_assert_eq!(out.len() - start, 64);
         true
+    }
+}
+
+/// Which of the three tables a record belongs to, as Arm's spe-parser splits its output:
+/// loads and stores, branches, everything else (`spelunk decode` writes one table each).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpeTable {
+    LoadStore,
+    Branch,
+    Other,
+}
+
+impl SpeTable {
+    /// The three, in [`SpeTable::index`] order.
+    pub const ALL: [SpeTable; 3] = [SpeTable::LoadStore, SpeTable::Branch, SpeTable::Other];
+
+    #[inline]
+    pub fn of_record(record: &SpeRecord) -> SpeTable {
+        match record.op.map(|o| o.class()) {
+            Some(OpClass::LoadStore) => SpeTable::LoadStore,
+            Some(OpClass::Branch) => SpeTable::Branch,
+            _ => SpeTable::Other,
+        }
+    }
+
+    /// 0, 1, 2: loads and stores, branches, other.
+    pub fn index(self) -> usize {
+        match self {
+            SpeTable::LoadStore => 0,
+            SpeTable::Branch => 1,
+            SpeTable::Other => 2,
+        }
     }
 }
 

@@ -4,8 +4,8 @@
 //! sample to one [`ProfileBuilder`] in decode order (tested below).
 
 use crate::c2c::C2cScan;
-use crate::profile::{OrderedSample, ProfileBuilder, ProfileShard};
 use crate::recording::{Recording, RecordingError};
+use spelunk_analysis::profile::{OrderedSample, ProfileBuilder, ProfileShard};
 use spelunk_decode::{SampleContext, SampleMap};
 use spelunk_spe::{DecodeStats, SpeRecord, SpeSample};
 use std::sync::{Condvar, Mutex};
@@ -188,8 +188,8 @@ fn profile_in(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::RecordingInfo;
-    use crate::profile::{EventClass, Filter, ReportLimits};
+    use spelunk_analysis::model::RecordingInfo;
+    use spelunk_analysis::profile::{EventClass, Filter, ReportLimits};
     use spelunk_testkit::SynthRecording;
 
     /// However few shards the workers share (one for six streams) or many (one each), the

@@ -7,11 +7,11 @@
 //! Samples come in batches: the unique (pid, PC) pairs of a batch are symbolized in one call
 //! (the symbolizer caches what it resolved for the next batches).
 
-use crate::agg::OpKind;
-use crate::objects::{DataObject, DataObjects};
 use crate::recording::Recording;
-use crate::select::Selector;
-use crate::symbolize::{CodeLocation, CodeSymbolizer};
+use spelunk_analysis::agg::OpKind;
+use spelunk_analysis::objects::{DataObject, DataObjects};
+use spelunk_analysis::select::Selector;
+use spelunk_analysis::symbolize::{CodeLocation, CodeSymbolizer};
 use spelunk_spe::{DataSource, OpClass, SpeSample};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -108,8 +108,8 @@ impl<'a> SampleAttributor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::ObjectRow;
-    use crate::recording::ReportOptions;
+    use crate::report::ReportOptions;
+    use spelunk_analysis::model::ObjectRow;
     use spelunk_perf::sidecar::{NamedObject, Phase, Sidecar};
     use spelunk_testkit::SynthRecording;
     use std::path::PathBuf;
@@ -181,7 +181,7 @@ mod tests {
 
         let mut sym = rec.symbolizer(None, None);
         let opts = ReportOptions {
-            limits: crate::profile::ReportLimits {
+            limits: spelunk_analysis::profile::ReportLimits {
                 hotspot_rows: usize::MAX,
                 object_rows: usize::MAX,
                 ..Default::default()

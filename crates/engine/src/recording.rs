@@ -1,18 +1,16 @@
-//! An opened SPE recording and the passes over it that every front end shares — the `spelunk`
-//! commands and the Python bindings: index the perf.data, plan the decode, interpret each CPU's
-//! data sources, rebuild the processes' address spaces; then decode (serially, or into the
-//! parallel profile of [`crate::parallel`]) and assemble the report.
+//! An opened SPE recording, the base every front end shares — the `spelunk` commands and the
+//! Python bindings: index the perf.data and read its sidecar, plan the decode, interpret each
+//! CPU's data sources, rebuild the processes' address spaces; then decode it (serially, or
+//! per stream with [`Recording::decode_map`]). The passes that build reports on it are the
+//! crate's other modules.
 //!
 //! Errors are [`RecordingError`]s: each names the file, and their `Display` plus causes (see
 //! [`error_line`]) are the messages `spelunk` prints.
 
-use crate::c2c::C2cScan;
-use crate::context::RecordingContext;
-use crate::kallsyms::KernelSymbols;
-use crate::model::{Losses, RecordingInfo, Report};
-use crate::objects::DataObjects;
-use crate::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
-use crate::symbolize::CodeSymbolizer;
+use spelunk_analysis::context::RecordingContext;
+use spelunk_analysis::kallsyms::KernelSymbols;
+use spelunk_analysis::model::Losses;
+use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_decode::{
     plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError, SampleMap,
     StreamDesc,
@@ -146,33 +144,6 @@ pub fn interpretation(
             i
         }
     }
-}
-
-/// The c2c analysis asked of [`Recording::report`] (`spelunk report --c2c`).
-#[derive(Clone, Copy, Debug)]
-pub struct C2cOptions {
-    /// Cache line size in bytes (checked by [`check_line_size`]).
-    pub line_size: u64,
-    /// Lines to keep.
-    pub limit: usize,
-}
-
-/// What [`Recording::report`] computes: the samples, the table sizes and order, and whether
-/// to add the c2c tables.
-#[derive(Clone, Debug, Default)]
-pub struct ReportOptions {
-    pub filter: Filter,
-    pub limits: ReportLimits,
-    pub sort: HotspotSort,
-    pub c2c: Option<C2cOptions>,
-}
-
-/// `--line-size`: a power of two of at least 8 bytes.
-pub fn check_line_size(bytes: u64) -> Result<(), RecordingError> {
-    if !bytes.is_power_of_two() || bytes < 8 {
-        return Err(RecordingError::LineSize(bytes));
-    }
-    Ok(())
 }
 
 /// An opened recording, ready to decode.
@@ -382,94 +353,6 @@ impl Recording {
             .map(|((k, _), _)| *k)
             .collect()
     }
-
-    /// The report of the samples `opts.filter` selects (what `spelunk report` prints), with
-    /// the c2c tables when `opts.c2c` asks for them (their first pass rides on the report's
-    /// decode). The line size must have passed [`check_line_size`].
-    pub fn report(
-        &self,
-        objects: &DataObjects,
-        symbolizer: &mut CodeSymbolizer,
-        opts: ReportOptions,
-    ) -> Result<Report, RecordingError> {
-        let mut c2c = opts
-            .c2c
-            .map(|c| C2cScan::new(self, opts.filter.clone(), c.line_size));
-        let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
-            .with_phases(self.ctx.phases.clone())
-            .with_hotspot_sort(opts.sort);
-        let stats = crate::parallel::profile(self, &mut builder, c2c.as_mut())?;
-        let losses = self.losses(&stats);
-        let info = RecordingInfo {
-            file: self.path().to_string(),
-            cpu_model: self.interp.default.model.map(|m| m.name().to_string()),
-            midr: self.file.features.midr().map(|m| m.to_string()),
-            emulated: self
-                .ctx
-                .sidecar
-                .as_ref()
-                .is_some_and(|s| s.source == "emulator"),
-            sampling: self.ctx.sampling.clone(),
-            losses,
-            ..Default::default()
-        };
-        let mut report = builder.finish(
-            &self.ctx.spaces,
-            symbolizer,
-            &self.ctx.thread_names,
-            info,
-            self.ctx.sidecar.as_deref(),
-        );
-        if let (Some(scan), Some(o)) = (c2c, opts.c2c) {
-            // Without samples there are no lines to show: say so (and why) first.
-            self.require_samples(&report)?;
-            report.c2c = Some(scan.finish(self, &stats, objects, symbolizer, o.limit)?);
-        }
-        Ok(report)
-    }
-
-    /// The c2c analysis's first pass over the samples `filter` selects (see [`C2cScan`]): an
-    /// error when none is selected or none is a load or store with a data address.
-    pub fn c2c_scan(
-        &self,
-        filter: Filter,
-        line_size: u64,
-    ) -> Result<(C2cScan<'_>, DecodeStats), RecordingError> {
-        let described = filter.describe();
-        let mut scan = C2cScan::new(self, filter, line_size);
-        let stats = self.decode(|s| scan.add(s))?;
-        if scan.selected() == 0 {
-            return Err(RecordingError::NoSamplesMatched {
-                path: self.path().to_string(),
-                filter: described,
-                decoded: scan.decoded(),
-                damage: self.damage_note(),
-            });
-        }
-        if scan.records() == 0 {
-            return Err(RecordingError::NoMemorySamples {
-                path: self.path().to_string(),
-                selected: scan.selected(),
-                damage: self.damage_note(),
-            });
-        }
-        Ok((scan, stats))
-    }
-
-    /// A report of this recording that selected no sample is an error
-    /// ([`RecordingError::NoSamples`], saying when the recording is damaged): there is
-    /// nothing to show.
-    pub fn require_samples(&self, report: &Report) -> Result<(), RecordingError> {
-        if report.recording.samples_selected == 0 {
-            return Err(RecordingError::NoSamples {
-                path: report.recording.file.clone(),
-                filter: report.filter.clone(),
-                decoded: report.recording.samples_decoded,
-                damage: self.damage_note(),
-            });
-        }
-        Ok(())
-    }
 }
 
 /// Why a recording that gave nothing may have given nothing: `; the recording is damaged:
@@ -528,8 +411,8 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// A recording SPE never wrote to opens, but says it holds no SPE data; reported, it
-    /// selects no sample.
+    /// A recording SPE never wrote to opens, but says it holds no SPE data (reported, it
+    /// selects no sample: the report module's tests).
     #[test]
     fn a_recording_without_spe_data_says_so() {
         let dir = scratch("empty");
@@ -550,16 +433,6 @@ mod tests {
                 path.display()
             )
         );
-        let objects = rec.ctx.data_objects(None);
-        let mut sym = rec.symbolizer(None, None);
-        let report = rec
-            .report(&objects, &mut sym, ReportOptions::default())
-            .unwrap();
-        let e = rec.require_samples(&report).unwrap_err();
-        assert_eq!(
-            line(&e),
-            format!("{}: no samples; 0 records were decoded", path.display())
-        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -574,6 +447,5 @@ mod tests {
             line(&RecordingError::LineSize(12)),
             "--line-size 12: expected a power of two of at least 8"
         );
-        assert!(check_line_size(64).is_ok() && check_line_size(4).is_err());
     }
 }

@@ -1,0 +1,13 @@
+//! Sessions over SPE recordings, shared by every front end (the `spelunk` commands and the
+//! Python bindings): [`recording`] opens a perf.data and its sidecar (index the file, plan the
+//! decode, interpret each CPU's data sources, rebuild the processes' address spaces) and
+//! decodes it; [`parallel`] feeds the decode into the profile in parallel; [`report`] and
+//! [`c2c`] assemble the reports; [`samples`] gives every sample attributed. The analyses
+//! themselves are spelunk-analysis (pure computation over typed samples); this crate is where
+//! they meet the decode stage.
+
+pub mod c2c;
+pub mod parallel;
+pub mod recording;
+pub mod report;
+pub mod samples;

@@ -1,0 +1,137 @@
+//! The report of a recording (`spelunk report`, `Recording.report()` in Python): the parallel
+//! profile of the selected samples, with the c2c tables on request.
+
+use crate::c2c::C2cScan;
+use crate::recording::{Recording, RecordingError};
+use spelunk_analysis::model::{RecordingInfo, Report};
+use spelunk_analysis::objects::DataObjects;
+use spelunk_analysis::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
+use spelunk_analysis::symbolize::CodeSymbolizer;
+
+/// The c2c analysis asked of [`Recording::report`] (`spelunk report --c2c`).
+#[derive(Clone, Copy, Debug)]
+pub struct C2cOptions {
+    /// Cache line size in bytes (checked by [`check_line_size`]).
+    pub line_size: u64,
+    /// Lines to keep.
+    pub limit: usize,
+}
+
+/// What [`Recording::report`] computes: the samples, the table sizes and order, and whether
+/// to add the c2c tables.
+#[derive(Clone, Debug, Default)]
+pub struct ReportOptions {
+    pub filter: Filter,
+    pub limits: ReportLimits,
+    pub sort: HotspotSort,
+    pub c2c: Option<C2cOptions>,
+}
+
+/// `--line-size`: a power of two of at least 8 bytes.
+pub fn check_line_size(bytes: u64) -> Result<(), RecordingError> {
+    if !bytes.is_power_of_two() || bytes < 8 {
+        return Err(RecordingError::LineSize(bytes));
+    }
+    Ok(())
+}
+
+impl Recording {
+    /// The report of the samples `opts.filter` selects (what `spelunk report` prints), with
+    /// the c2c tables when `opts.c2c` asks for them (their first pass rides on the report's
+    /// decode). The line size must have passed [`check_line_size`].
+    pub fn report(
+        &self,
+        objects: &DataObjects,
+        symbolizer: &mut CodeSymbolizer,
+        opts: ReportOptions,
+    ) -> Result<Report, RecordingError> {
+        let mut c2c = opts
+            .c2c
+            .map(|c| C2cScan::new(self, opts.filter.clone(), c.line_size));
+        let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
+            .with_phases(self.ctx.phases.clone())
+            .with_hotspot_sort(opts.sort);
+        let stats = crate::parallel::profile(self, &mut builder, c2c.as_mut())?;
+        let losses = self.losses(&stats);
+        let info = RecordingInfo {
+            file: self.path().to_string(),
+            cpu_model: self.interp.default.model.map(|m| m.name().to_string()),
+            midr: self.file.features.midr().map(|m| m.to_string()),
+            emulated: self
+                .ctx
+                .sidecar
+                .as_ref()
+                .is_some_and(|s| s.source == "emulator"),
+            sampling: self.ctx.sampling.clone(),
+            losses,
+            ..Default::default()
+        };
+        let mut report = builder.finish(
+            &self.ctx.spaces,
+            symbolizer,
+            &self.ctx.thread_names,
+            info,
+            self.ctx.sidecar.as_deref(),
+        );
+        if let (Some(scan), Some(o)) = (c2c, opts.c2c) {
+            // Without samples there are no lines to show: say so (and why) first.
+            self.require_samples(&report)?;
+            report.c2c = Some(scan.finish(self, &stats, objects, symbolizer, o.limit)?);
+        }
+        Ok(report)
+    }
+
+    /// A report of this recording that selected no sample is an error
+    /// ([`RecordingError::NoSamples`], saying when the recording is damaged): there is
+    /// nothing to show.
+    pub fn require_samples(&self, report: &Report) -> Result<(), RecordingError> {
+        if report.recording.samples_selected == 0 {
+            return Err(RecordingError::NoSamples {
+                path: report.recording.file.clone(),
+                filter: report.filter.clone(),
+                decoded: report.recording.samples_decoded,
+                damage: self.damage_note(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::{error_chain, error_line, SidecarUse};
+    use spelunk_testkit::SynthRecording;
+
+    /// A recording SPE never wrote to reports no sample, and says so as an error.
+    #[test]
+    fn a_report_without_samples_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("spelunk-report-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("empty.data");
+        SynthRecording {
+            records_per_cpu: 0,
+            ..Default::default()
+        }
+        .write(&path)
+        .unwrap();
+        let rec = Recording::open(&path, None, SidecarUse::Read).unwrap();
+        let objects = rec.ctx.data_objects(None);
+        let mut sym = rec.symbolizer(None, None);
+        let report = rec
+            .report(&objects, &mut sym, ReportOptions::default())
+            .unwrap();
+        let e = rec.require_samples(&report).unwrap_err();
+        assert_eq!(
+            error_line(error_chain(&e)),
+            format!("{}: no samples; 0 records were decoded", path.display())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn line_sizes_are_powers_of_two_of_at_least_8() {
+        assert!(check_line_size(64).is_ok() && check_line_size(8).is_ok());
+        assert!(check_line_size(4).is_err() && check_line_size(48).is_err());
+    }
+}
