@@ -6,7 +6,9 @@
 //! themselves are spelunk-analysis (pure computation over typed samples); this crate is where
 //! they meet the decode stage.
 
+pub mod annotate;
 pub mod c2c;
+pub mod estimate;
 pub mod parallel;
 pub mod recording;
 pub mod report;

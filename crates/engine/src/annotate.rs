@@ -1,0 +1,153 @@
+//! Annotating a function of a recording (`spelunk annotate`): the selected samples per PC,
+//! the function's instances among them, and the annotation of the busiest
+//! ([`spelunk_analysis::annotate`]).
+
+use crate::recording::{Recording, RecordingError};
+use spelunk_analysis::agg::Agg;
+use spelunk_analysis::annotate::{annotate, AnnotateInput, AnnotateReport};
+use spelunk_analysis::profile::Filter;
+use spelunk_analysis::select::Selector;
+use spelunk_analysis::symbolize::CodeSymbolizer;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Why a function could not be annotated.
+#[derive(Debug, thiserror::Error)]
+pub enum AnnotateError {
+    #[error(transparent)]
+    Recording(#[from] RecordingError),
+    /// No selected sample symbolizes to the function (or its binary is not here).
+    #[error(
+        "{path}: no selected samples in a function named '{name}'{} (see `spelunk report {path}` for the sampled functions){damage}",
+        not_found(missing)
+    )]
+    NoSamplesInFunction {
+        path: String,
+        name: String,
+        /// Binaries the symbolizer could not find here.
+        missing: Vec<String>,
+        damage: String,
+    },
+    /// The function's binary could not be disassembled or its symbols read.
+    #[error("{path}: annotating '{name}': {detail}")]
+    Annotate {
+        path: String,
+        name: String,
+        detail: String,
+    },
+}
+
+fn not_found(missing: &[String]) -> String {
+    if missing.is_empty() {
+        String::new()
+    } else {
+        format!("; binaries not found here: {}", missing.join(", "))
+    }
+}
+
+impl Recording {
+    /// The annotation of the function `name` over the samples `filter` selects: its busiest
+    /// instance (binary and start), with a note naming the other instances that have samples.
+    /// The losses are the recording's.
+    pub fn annotate(
+        &self,
+        name: &str,
+        filter: Filter,
+        symbolizer: &mut CodeSymbolizer,
+    ) -> Result<AnnotateReport, AnnotateError> {
+        let described = filter.describe();
+        let mut sel = Selector::new(&self.interp, filter);
+        let mut per_pc: HashMap<(Option<u32>, u64), Agg> = HashMap::new();
+        let stats = self.decode(|s| {
+            let Some(x) = sel.select(s) else { return };
+            if let Some(pc) = x.pc {
+                per_pc
+                    .entry((s.pid, pc))
+                    .or_default()
+                    .add(&s.record, x.kind, x.source);
+            }
+        })?;
+        let path = self.path().to_string();
+        if sel.selected == 0 {
+            return Err(RecordingError::NoSamplesMatched {
+                path,
+                filter: Vec::new(),
+                decoded: sel.decoded,
+                damage: self.damage_note(),
+            }
+            .into());
+        }
+
+        // Symbolize the sampled PCs (one batch) and keep the function's.
+        let keys: Vec<(Option<u32>, u64)> = per_pc.keys().copied().collect();
+        let mut requests = Vec::new();
+        let mut of_request = Vec::new();
+        for k in &keys {
+            if let Some(m) = self.ctx.spaces.lookup(k.0, k.1, None) {
+                requests.push((m.clone(), k.1));
+                of_request.push(*k);
+            }
+        }
+        let locations = symbolizer.symbolize(&requests);
+        // (dso, function start file offset) → offset → samples.
+        type Instance = (Arc<str>, u64);
+        let mut instances: HashMap<Instance, HashMap<u64, Agg>> = HashMap::new();
+        for (k, loc) in of_request.iter().zip(&locations) {
+            if loc.function.as_deref() != Some(name) {
+                continue;
+            }
+            let (Some(off), Some(foff)) = (loc.function_offset, loc.file_offset) else {
+                continue;
+            };
+            let Some(agg) = per_pc.get(k) else { continue };
+            instances
+                .entry((loc.dso.clone(), foff.saturating_sub(off)))
+                .or_default()
+                .entry(off)
+                .or_default()
+                .merge(agg);
+        }
+        let samples_of = |m: &HashMap<u64, Agg>| m.values().map(|a| a.samples).sum::<u64>();
+        let mut ranked: Vec<(Instance, HashMap<u64, Agg>)> = instances.into_iter().collect();
+        ranked.sort_by(|a, b| samples_of(&b.1).cmp(&samples_of(&a.1)).then(a.0.cmp(&b.0)));
+        let mut ranked = ranked.into_iter();
+        let Some(((dso, start_off), per_offset)) = ranked.next() else {
+            return Err(AnnotateError::NoSamplesInFunction {
+                path,
+                name: name.to_string(),
+                missing: symbolizer.missing_files().map(str::to_string).collect(),
+                damage: self.damage_note(),
+            });
+        };
+        let others: Vec<String> = ranked
+            .map(|((d, _), m)| format!("{d} ({} samples)", samples_of(&m)))
+            .collect();
+        let local = symbolizer.local_path(&dso);
+        let mut report = annotate(
+            AnnotateInput {
+                file: path.clone(),
+                function: name,
+                dso: dso.clone(),
+                local_path: &local,
+                start_file_offset: start_off,
+                per_offset,
+                selected: sel.selected,
+                filter: described,
+            },
+            symbolizer,
+        )
+        .map_err(|detail| AnnotateError::Annotate {
+            path,
+            name: name.to_string(),
+            detail,
+        })?;
+        if !others.is_empty() {
+            report.notes.push(format!(
+                "other functions named '{name}' have samples too: {}",
+                others.join(", ")
+            ));
+        }
+        report.losses = self.losses(&stats);
+        Ok(report)
+    }
+}
