@@ -24,15 +24,7 @@ const PF_X: u32 = 1;
 /// Largest page size a mapping's offset can be rounded to (arm64 64 KiB pages).
 const MAX_PAGE: u64 = 64 * 1024;
 
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
-}
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
+use spelunk_perf::bytes::{u16_at, u32_at, u64_at};
 
 /// Parses the PT_LOAD segments from the start of an ELF file (`None` if it is not a 64-bit
 /// little-endian ELF or its program headers are not within `head`).

@@ -2,6 +2,7 @@
 //! attr folds `type`/`config` into enums and loses unknown values), and the Arm SPE PMU's
 //! `config*` bit fields.
 
+use crate::bytes::{u32_at, u64_at};
 use linux_perf_event_reader::{Endianness, PerfEventAttr, RecordParseInfo};
 
 use crate::abi::{self, attr as off, attr_flag};
@@ -35,13 +36,6 @@ pub struct EventAttr {
     pub name: Option<String>,
     /// The event ids (one per CPU or thread the event was opened on).
     pub ids: Vec<u64>,
-}
-
-fn u64_at(b: &[u8], o: usize) -> Option<u64> {
-    b.get(o..o + 8)?.try_into().ok().map(u64::from_le_bytes)
-}
-fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    b.get(o..o + 4)?.try_into().ok().map(u32::from_le_bytes)
 }
 
 impl EventAttr {

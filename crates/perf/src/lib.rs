@@ -73,6 +73,7 @@
 pub mod abi;
 pub mod attr;
 pub mod auxinfo;
+pub mod bytes;
 pub mod counting;
 pub mod error;
 pub mod reader;

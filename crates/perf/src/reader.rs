@@ -22,6 +22,7 @@
 //! TIME_CONV, AUX, ITRACE_START, LOST_SAMPLES, AUXTRACE_ERROR) are parsed here from their
 //! documented layouts.
 
+use crate::bytes::{u32_at, u64_at};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::path::Path;
@@ -262,12 +263,6 @@ impl std::fmt::Debug for PerfDataFile {
     }
 }
 
-fn u64_at(b: &[u8], o: usize) -> Option<u64> {
-    b.get(o..o + 8)?.try_into().ok().map(u64::from_le_bytes)
-}
-fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    b.get(o..o + 4)?.try_into().ok().map(u32::from_le_bytes)
-}
 fn i32_at(b: &[u8], o: usize) -> Option<i32> {
     u32_at(b, o).map(|v| v as i32)
 }
