@@ -276,8 +276,20 @@ pub struct RecordingInfo {
     /// Present when the profile carries PMU counts (a sidecar).
     pub sampling_quality: Option<SamplingQuality>,
     pub losses: Losses,
-    /// Mapped files that could not be read for symbols here.
+    /// Mapped files that do not exist here (no symbols for them).
     pub missing_files: Vec<String>,
+    /// Mapped files found here that could not be read for symbols, with the reason (absent
+    /// from the JSON when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable_files: Vec<UnreadableFile>,
+}
+
+/// A file found on the analysing machine that could not be read for symbols.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct UnreadableFile {
+    pub path: String,
+    /// Why: no permission, not an ELF file, damaged (the symbolizer's message).
+    pub reason: String,
 }
 
 /// Bytes per mapping class (docs/record.md, "--no-spe": heap, anon, file, stack).

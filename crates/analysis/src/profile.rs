@@ -908,6 +908,13 @@ impl<'a> ProfileBuilder<'a> {
             _ => 0,
         };
         recording.missing_files = symbolizer.missing_files().map(String::from).collect();
+        recording.unreadable_files = symbolizer
+            .unreadable_files()
+            .map(|(path, reason)| crate::model::UnreadableFile {
+                path: path.to_string(),
+                reason: reason.to_string(),
+            })
+            .collect();
         Report {
             schema: SCHEMA,
             recording,

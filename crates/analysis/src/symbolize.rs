@@ -5,14 +5,16 @@
 //! blazesym in one call per file (ELF symbols, DWARF line tables and inline information,
 //! `.gnu_debuglink` and build-id debug files); results are cached per (file, offset) for the
 //! symbolizer's lifetime. Files not found on the analysing machine give locations with the file
-//! name only, counted in [`CodeSymbolizer::missing_files`]. Kernel PCs are named from the
+//! name only, listed by [`CodeSymbolizer::missing_files`]; files found but not readable (no
+//! permission, not an ELF file, damaged) likewise, listed with the reason by
+//! [`CodeSymbolizer::unreadable_files`]. Kernel PCs are named from the
 //! recorded kernel's kallsyms when one is given ([`crate::kallsyms`]).
 
 use crate::kallsyms::KernelSymbols;
 use crate::maps::{AddressSpaces, Mapping, MappingKind};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -58,6 +60,23 @@ impl CodeLocation {
     }
 }
 
+/// Whether `path` can be opened and starts like an ELF file; the reason in words when not
+/// (so "no permission" and "not an ELF file" are told apart from blazesym's parse errors).
+fn looks_like_elf(path: &Path) -> Result<(), String> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "not an ELF file (shorter than its header)".into(),
+            _ => format!("cannot read it: {e}"),
+        })?;
+    if magic != *b"\x7fELF" {
+        return Err("not an ELF file".into());
+    }
+    Ok(())
+}
+
 /// The last path component (for display).
 pub fn short_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
@@ -70,6 +89,8 @@ pub struct CodeSymbolizer {
     /// Prefix prepended to recorded paths (like perf's `--symfs`).
     symfs: Option<PathBuf>,
     missing: BTreeSet<Arc<str>>,
+    /// Files found here that could not be read for symbols, and why.
+    unreadable: BTreeMap<Arc<str>, String>,
     /// Kernel text symbols for kernel PCs (a kallsyms file of the recorded kernel).
     kernel: Option<Arc<KernelSymbols>>,
 }
@@ -87,6 +108,7 @@ impl CodeSymbolizer {
             cache: HashMap::new(),
             symfs,
             missing: BTreeSet::new(),
+            unreadable: BTreeMap::new(),
             kernel: None,
         }
     }
@@ -102,9 +124,16 @@ impl CodeSymbolizer {
         self.kernel.is_some()
     }
 
-    /// Files that were mapped in the recording but could not be read here.
+    /// Files that were mapped in the recording but do not exist here (wrong machine, or
+    /// `--symfs` needed).
     pub fn missing_files(&self) -> impl Iterator<Item = &str> {
         self.missing.iter().map(|s| &**s)
+    }
+
+    /// Files that exist here but could not be read for symbols, each with the reason (no
+    /// permission, not an ELF file, damaged).
+    pub fn unreadable_files(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.unreadable.iter().map(|(p, why)| (&**p, why.as_str()))
     }
 
     /// Where the recorded `path` is on this machine.
@@ -206,11 +235,15 @@ impl CodeSymbolizer {
             self.missing.insert(path.clone());
             return offsets.iter().map(|o| bare(*o)).collect();
         }
+        if let Err(why) = looks_like_elf(&local) {
+            self.unreadable.insert(path.clone(), why);
+            return offsets.iter().map(|o| bare(*o)).collect();
+        }
         let src = Source::Elf(Elf::new(local));
         let results = match self.inner.symbolize(&src, Input::FileOffset(offsets)) {
             Ok(r) => r,
-            Err(_) => {
-                self.missing.insert(path.clone());
+            Err(e) => {
+                self.unreadable.insert(path.clone(), e.to_string());
                 return offsets.iter().map(|o| bare(*o)).collect();
             }
         };

@@ -190,9 +190,34 @@ fn missing_files_are_reported_not_fatal() {
         sym.missing_files().collect::<Vec<_>>(),
         vec!["/nonexistent/app"]
     );
+    assert_eq!(sym.unreadable_files().count(), 0);
     let objects = DataObjects::build(&spaces, None);
     assert_eq!(
         objects.unreadable_files,
         vec![Arc::<str>::from("/nonexistent/app")]
     );
+}
+
+/// A file that exists but is not an ELF file is not "missing": it is unreadable, with the
+/// reason, so the user is not sent looking for it.
+#[test]
+fn unreadable_files_say_why() {
+    let dir = std::env::temp_dir().join(format!("spelunk-unreadable-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = dir.join("app");
+    std::fs::write(&text, "not an ELF file\n").unwrap();
+    let path = text.to_str().unwrap();
+    let mut spaces = AddressSpaces::new();
+    spaces.add(Some(1), Mapping::new(0x40_0000, 0x1000, 0, path, true, 0));
+    spaces.finish();
+    let m = spaces.lookup(Some(1), 0x40_0010, None).unwrap().clone();
+    let mut sym = CodeSymbolizer::new(None);
+    let locs = sym.symbolize(&[(m, 0x40_0010)]);
+    assert_eq!(locs[0].function, None);
+    assert_eq!(sym.missing_files().count(), 0);
+    let unreadable: Vec<(&str, &str)> = sym.unreadable_files().collect();
+    assert_eq!(unreadable.len(), 1);
+    assert_eq!(unreadable[0].0, path);
+    assert_eq!(unreadable[0].1, "not an ELF file");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -18,14 +18,17 @@ pub enum AnnotateError {
     Recording(#[from] RecordingError),
     /// No selected sample symbolizes to the function (or its binary is not here).
     #[error(
-        "{path}: no selected samples in a function named '{name}'{} (see `spelunk report {path}` for the sampled functions){damage}",
-        not_found(missing)
+        "{path}: no selected samples in a function named '{name}'{}{} (see `spelunk report {path}` for the sampled functions){damage}",
+        not_found(missing),
+        not_readable(unreadable)
     )]
     NoSamplesInFunction {
         path: String,
         name: String,
         /// Binaries the symbolizer could not find here.
         missing: Vec<String>,
+        /// Binaries found here that could not be read, with the reason.
+        unreadable: Vec<(String, String)>,
         damage: String,
     },
     /// The function's binary could not be disassembled or its symbols read.
@@ -35,6 +38,18 @@ pub enum AnnotateError {
         name: String,
         detail: String,
     },
+}
+
+fn not_readable(unreadable: &[(String, String)]) -> String {
+    if unreadable.is_empty() {
+        String::new()
+    } else {
+        let each: Vec<String> = unreadable
+            .iter()
+            .map(|(path, why)| format!("{path} ({why})"))
+            .collect();
+        format!("; binaries not readable here: {}", each.join(", "))
+    }
 }
 
 fn not_found(missing: &[String]) -> String {
@@ -116,6 +131,10 @@ impl Recording {
                 path,
                 name: name.to_string(),
                 missing: symbolizer.missing_files().map(str::to_string).collect(),
+                unreadable: symbolizer
+                    .unreadable_files()
+                    .map(|(p, why)| (p.to_string(), why.to_string()))
+                    .collect(),
                 damage: self.damage_note(),
             });
         };

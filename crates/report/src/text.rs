@@ -237,6 +237,13 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
                 .join(", ")
         );
     }
+    for f in rec.unreadable_files.iter().take(5) {
+        let _ = writeln!(
+            o,
+            "  not readable here (no symbols): {}: {}",
+            f.path, f.reason
+        );
+    }
     let t = &r.totals;
     let _ = writeln!(
         o,
