@@ -1,6 +1,7 @@
 """The JSON Schemas in docs/schemas, checked by an independent validator (python-jsonschema)
-against files spelunk writes: a sidecar the emulator wrote, and one `spelunk record --no-spe`
-writes here (timelines, counters not counted)."""
+against what spelunk writes: a sidecar the emulator wrote, one `spelunk record --no-spe` writes
+here (timelines, counters not counted), and the `--json` output of report, c2c, diff and
+estimate on a synthetic recording with a sidecar (phases, objects)."""
 
 import json
 import os
@@ -11,6 +12,7 @@ import jsonschema
 
 ROOT = Path(__file__).resolve().parents[2]
 SPELUNK = os.environ.get("SPELUNK_BIN", str(ROOT / "target/release/spelunk"))
+SYNTH = os.environ.get("SPELUNK_SYNTH_BIN", str(ROOT / "target/release/spelunk-synth"))
 
 
 def validator(name):
@@ -37,3 +39,50 @@ def test_a_no_spe_sidecar_matches_the_schema(tmp_path):
     doc = json.loads(Path(str(out) + ".spelunk.json").read_text())
     validator("sidecar").validate(doc)
     assert doc["capacity"]["samples"], "resident memory was sampled"
+
+
+def spelunk_json(*args):
+    done = subprocess.run([SPELUNK, *map(str, args), "--json"], check=True, capture_output=True)
+    return json.loads(done.stdout)
+
+
+def synthetic(path, records, seed):
+    """spelunk-synth's recording with a sidecar naming a phase and an object, so that the
+    optional parts of the reports are present."""
+    subprocess.run([SYNTH, str(path), "--cpus", "2", "--records-per-cpu", str(records),
+                    "--seed", str(seed)], check=True, capture_output=True)
+    sidecar = dict(
+        schema="spelunk-sidecar/1", source="runtime",
+        phases=[dict(name="run", pid=4242, tid=4242, depth=1, start_ns=1_000_000_000,
+                     end_ns=1_000_500_000)],
+        objects=[dict(name="buffer", pid=4242, address=0xFFFF_8000_0000, size=0x800_0000,
+                      from_ns=0, until_ns=2**64 - 1, kind="annotated")],
+    )
+    Path(str(path) + ".spelunk.json").write_text(json.dumps(sidecar))
+    return path
+
+
+def test_every_json_report_matches_its_schema(tmp_path):
+    a = synthetic(tmp_path / "a.data", 1500, 1)
+    b = synthetic(tmp_path / "b.data", 1000, 2)
+    outputs = {
+        "report": [spelunk_json("report", a), spelunk_json("report", a, "--c2c")],
+        "c2c": [spelunk_json("c2c", a)],
+        "diff": [spelunk_json("diff", a, b)],
+        "estimate": [spelunk_json("estimate", "latency", a),
+                     spelunk_json("estimate", "bandwidth", a, "--bytes-per-op", "8")],
+    }
+    for name, docs in outputs.items():
+        v = validator(name)
+        for doc in docs:
+            errors = sorted(v.iter_errors(doc), key=lambda e: list(e.path))
+            assert not errors, f"{name}: " + "; ".join(
+                f"{list(e.path)}: {e.message}" for e in errors[:5])
+        # The schema is not vacuous: a wrong type in a required field fails it.
+        assert not v.is_valid(dict(docs[0], schema=7)), name
+    assert outputs["report"][1]["c2c"] is not None
+
+
+def test_the_annotate_schema_is_well_formed():
+    # Annotating needs the recorded binary; test_python_api and the CLI tests cover the output.
+    validator("annotate")

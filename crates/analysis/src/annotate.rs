@@ -24,7 +24,7 @@ use std::sync::Arc;
 pub const ANNOTATE_SCHEMA: &str = "spelunk-annotate/1";
 
 /// One instruction of the annotated function.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AnnotatedInstruction {
     /// ELF virtual address (as objdump prints it).
     pub address: u64,
@@ -47,7 +47,7 @@ pub struct AnnotatedInstruction {
 }
 
 /// The annotated function.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AnnotateReport {
     pub schema: &'static str,
     pub file: String,

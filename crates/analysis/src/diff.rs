@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 pub const DIFF_SCHEMA: &str = "spelunk-diff/1";
 
 /// One side of the comparison.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DiffSide {
     pub file: String,
     pub samples_decoded: u64,
@@ -26,7 +26,7 @@ pub struct DiffSide {
 }
 
 /// A data source's share of a group's loads on both sides.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SourceDelta {
     pub source: String,
     pub loads_baseline: u64,
@@ -38,7 +38,7 @@ pub struct SourceDelta {
 }
 
 /// One matched row.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DiffRow {
     pub key: String,
     pub dso: Option<String>,
@@ -61,7 +61,7 @@ pub struct DiffRow {
     pub sources: Vec<SourceDelta>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DiffReport {
     pub schema: &'static str,
     pub baseline: DiffSide,

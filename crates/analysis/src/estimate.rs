@@ -88,7 +88,7 @@ pub fn elapsed_ns_from_ticks(first: u64, last: u64, ns_per_tick: f64) -> f64 {
 pub const ESTIMATE_SCHEMA: &str = "spelunk-estimate/1";
 
 /// Which operations an estimate counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CountedOps {
     Load,
@@ -166,7 +166,7 @@ impl PcSpan {
 }
 
 /// How the sampling interval was obtained ([SPE methodology §4.2.4] steps 01 and 02).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct IntervalDerivation {
     /// `perf record -c` (the SPE event's sample_period).
     pub requested_period: Option<u64>,
@@ -213,7 +213,7 @@ impl IntervalDerivation {
 }
 
 /// The timer the SPE timestamps count (from TIME_CONV or `--timer-hz`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TimerInfo {
     /// Nanoseconds per tick (TIME_CONV: time_mult / 2^time_shift).
     pub ns_per_tick: f64,
@@ -241,7 +241,7 @@ impl TimerInfo {
 }
 
 /// Bytes per operation for a bandwidth estimate.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BytesPerOp {
     /// `--bytes-per-op` or `instructions` (decoded at each sampled PC).
     pub from: String,
@@ -254,7 +254,7 @@ pub struct BytesPerOp {
     pub instructions: Vec<SizedInstruction>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SizedInstruction {
     pub address: u64,
     pub text: String,
@@ -263,7 +263,7 @@ pub struct SizedInstruction {
 }
 
 /// What an estimate computes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EstimateKind {
     Latency,
@@ -271,7 +271,7 @@ pub enum EstimateKind {
 }
 
 /// An estimate with every input and step (schema [`ESTIMATE_SCHEMA`]; docs/estimate.md).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EstimateReport {
     pub schema: &'static str,
     pub kind: EstimateKind,

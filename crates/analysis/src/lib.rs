@@ -21,6 +21,7 @@ pub mod model;
 pub mod objects;
 pub mod phases;
 pub mod profile;
+pub mod schemas;
 pub mod select;
 pub mod stats;
 pub mod symbolize;

@@ -13,7 +13,7 @@ pub const SCHEMA: &str = "spelunk-report/1";
 
 /// Latency distribution summary in cycles (exact over the group's samples; nearest-rank
 /// percentiles, docs/methodology/statistics.md).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     pub count: u64,
     pub mean: f64,
@@ -25,7 +25,7 @@ pub struct LatencySummary {
 }
 
 /// A histogram: counts in fixed-width buckets of cycles.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Histogram {
     pub bucket_cycles: u16,
     /// (bucket start in cycles, samples).
@@ -33,14 +33,14 @@ pub struct Histogram {
 }
 
 /// Loads per data source within a group.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SourceCount {
     pub source: String,
     pub loads: u64,
 }
 
 /// Counts and load latency of a group of samples.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct GroupStats {
     pub samples: u64,
     /// samples / selected samples of the report.
@@ -63,7 +63,7 @@ pub struct GroupStats {
 }
 
 /// One row of a hotspot table.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Hotspot {
     /// What the row is: a function name, `file:line`, an address or a DSO path.
     pub key: String,
@@ -78,7 +78,7 @@ pub struct Hotspot {
     pub stats: GroupStats,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Hotspots {
     pub functions: Vec<Hotspot>,
     pub lines: Vec<Hotspot>,
@@ -87,7 +87,7 @@ pub struct Hotspots {
 }
 
 /// Latency structure of the loads served by one data source.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DataSourceRow {
     pub source: String,
     pub loads: u64,
@@ -101,7 +101,7 @@ pub struct DataSourceRow {
 }
 
 /// A data object and the accesses to it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ObjectRow {
     pub name: String,
     /// annotated, global, heap, stack, anonymous, file.
@@ -115,7 +115,7 @@ pub struct ObjectRow {
 
 /// The heap blocks of one allocation site (the LD_PRELOAD runtime's `allocations`) and the
 /// accesses sampled in them: "data objects by allocation site".
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AllocationSiteRow {
     /// `file:line (function)` of the allocating call (docs/report.md).
     pub site: String,
@@ -128,7 +128,7 @@ pub struct AllocationSiteRow {
     pub stats: GroupStats,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ThreadRow {
     pub pid: Option<u32>,
     pub tid: Option<u32>,
@@ -137,14 +137,14 @@ pub struct ThreadRow {
     pub share: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CpuRow {
     pub cpu: Option<u32>,
     pub samples: u64,
 }
 
 /// One sampled memory access for the address-over-time view.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct TimelinePoint {
     /// Nanoseconds since the first sample of the recording.
     pub t_ns: u64,
@@ -157,7 +157,7 @@ pub struct TimelinePoint {
 }
 
 /// A bounded, uniform sample (reservoir) of the selected memory accesses.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Timeline {
     /// Selected memory accesses with an address and a time (the population).
     pub population: u64,
@@ -166,7 +166,7 @@ pub struct Timeline {
 
 /// A named phase (from the annotation API) and the samples taken while it was open on their
 /// thread (summed over its instances and threads; nested phases overlap their parents).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PhaseRow {
     pub name: String,
     /// Begin/end pairs recorded, and the threads they ran on.
@@ -182,7 +182,7 @@ pub struct PhaseRow {
 }
 
 /// One phase instance, for the timeline's bands (ns since the first sample).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PhaseSpan {
     pub name: String,
     pub tid: u32,
@@ -194,7 +194,7 @@ pub struct PhaseSpan {
 
 /// How well the samples represent the run, from PMU counts recorded with the profile (the
 /// emulator's, or a hardware run's): [SPE methodology table 2.2] and [NMO paper eq. 1].
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SamplingQuality {
     /// Where the counts come from ("emulator").
     pub counts_from: String,
@@ -224,7 +224,7 @@ pub struct SamplingQuality {
 }
 
 /// The sampling interval the hardware applied ([SPE methodology §4.2.4, table 4.3]).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Sampling {
     /// `perf record -c` (the SPE event's sample_period).
     pub requested_period: Option<u64>,
@@ -238,7 +238,7 @@ pub struct Sampling {
 }
 
 /// Everything lost or skipped on the way from the hardware to this report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Losses {
     pub undecodable_bytes: u64,
     pub dropped_records: u64,
@@ -259,7 +259,7 @@ impl Losses {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct RecordingInfo {
     pub file: String,
     pub cpu_model: Option<String>,
@@ -285,7 +285,7 @@ pub struct RecordingInfo {
 }
 
 /// A file found on the analysing machine that could not be read for symbols.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct UnreadableFile {
     pub path: String,
     /// Why: no permission, not an ELF file, damaged (the symbolizer's message).
@@ -293,7 +293,7 @@ pub struct UnreadableFile {
 }
 
 /// Bytes per mapping class (docs/record.md, "--no-spe": heap, anon, file, stack).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClassBytes {
     pub heap_bytes: u64,
     pub anon_bytes: u64,
@@ -304,7 +304,7 @@ pub struct ClassBytes {
 }
 
 /// Resident memory of the process tree at one sample.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CapacityPoint {
     /// ns since the timelines' origin (the command's start).
     pub t_ns: u64,
@@ -317,7 +317,7 @@ pub struct CapacityPoint {
 }
 
 /// Temporal capacity: resident memory per NUMA node and mapping class over time.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct CapacitySeries {
     /// `numa_maps` or `smaps` (no NUMA support: the node is unknown, `null`).
     pub source: String,
@@ -334,7 +334,7 @@ pub struct CapacitySeries {
 }
 
 /// One counted event of the counter timeline.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CounterColumn {
     pub code: u32,
     pub name: String,
@@ -345,7 +345,7 @@ pub struct CounterColumn {
 }
 
 /// A figure derived from the counters per interval, with its formula and its source.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DerivedRate {
     /// `llc_read_miss_bytes_per_s`, `l2_refill_bytes_per_s`, `bus_access_beats_per_s`, `ipc`.
     pub name: String,
@@ -357,7 +357,7 @@ pub struct DerivedRate {
 }
 
 /// Counts between two snapshots.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CounterInterval {
     /// ns since the timelines' origin.
     pub start_ns: u64,
@@ -373,7 +373,7 @@ pub struct CounterInterval {
 }
 
 /// The PMU counter timeline (temporal bandwidth).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CounterSeries {
     pub pmu: Option<String>,
     /// `user` or `user+kernel`.
@@ -389,7 +389,7 @@ pub struct CounterSeries {
 
 /// Timelines recorded with the profile (`spelunk record --no-spe`): resident memory and PMU
 /// counters over time. Formulas in docs/report.md, "Timelines".
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Timelines {
     /// The clock of the recorded times (`CLOCK_MONOTONIC`).
     pub clock: String,
@@ -407,7 +407,7 @@ pub struct Timelines {
 }
 
 /// The whole report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema: &'static str,
     pub recording: RecordingInfo,

@@ -9,7 +9,7 @@ use spelunk_spe::{DataSource, Event, SpeSample};
 pub const C2C_SCHEMA: &str = "spelunk-c2c/1";
 
 /// perf c2c's per-line (and per-offset, per-PC) counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LineCounts {
     /// Loads and stores with a data address.
     pub records: u64,
@@ -84,7 +84,7 @@ impl LineCounts {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     FalseSharing,
@@ -105,7 +105,7 @@ impl Verdict {
 }
 
 /// A thread (or, without thread ids, a CPU).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ThreadRef {
     pub pid: Option<u32>,
     pub tid: Option<u32>,
@@ -124,7 +124,7 @@ impl ThreadRef {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ThreadAccesses {
     pub thread: ThreadRef,
     pub loads: u64,
@@ -132,7 +132,7 @@ pub struct ThreadAccesses {
 }
 
 /// One code address touching one offset (a row of perf c2c's Pareto table).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct C2cAccess {
     pub pc: u64,
     pub function: Option<String>,
@@ -158,7 +158,7 @@ pub struct C2cAccess {
 }
 
 /// One offset within a line.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct C2cOffset {
     pub offset: u64,
     pub address: u64,
@@ -173,7 +173,7 @@ pub struct C2cOffset {
 }
 
 /// One cache line (a row of perf c2c's Shared Data Cache Line Table).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct C2cLine {
     pub index: u64,
     pub pid: Option<u32>,
@@ -192,7 +192,7 @@ pub struct C2cLine {
     pub offsets: Vec<C2cOffset>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct C2cTotals {
     /// Over every selected load and store with a data address.
     #[serde(flatten)]
@@ -202,7 +202,7 @@ pub struct C2cTotals {
 }
 
 /// The whole c2c report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct C2cReport {
     pub schema: &'static str,
     pub file: String,

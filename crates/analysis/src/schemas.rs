@@ -1,0 +1,31 @@
+//! JSON Schemas of the reports the commands print with `--json`, generated from the report
+//! types themselves (schemars), so they cannot drift from what is printed: docs/schemas holds
+//! them (checked by crates/analysis/tests/json_schemas.rs; `SPELUNK_BLESS=1` rewrites them),
+//! and tests/python/test_schemas.py validates real output against them with an independent
+//! validator.
+
+use crate::annotate::AnnotateReport;
+use crate::c2c::C2cReport;
+use crate::diff::DiffReport;
+use crate::estimate::EstimateReport;
+use crate::model::Report;
+
+/// `(name, schema)` of each `--json` output of the analyses: `docs/schemas/NAME.schema.json`
+/// describes `spelunk NAME --json` (`report` is `spelunk report --json`).
+pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
+    // What is printed (serialized), not what would be read: a field serde leaves out when
+    // empty is optional.
+    fn schema<T: schemars::JsonSchema>() -> serde_json::Value {
+        let generator = schemars::generate::SchemaSettings::default()
+            .for_serialize()
+            .into_generator();
+        serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or_default()
+    }
+    vec![
+        ("report", schema::<Report>()),
+        ("c2c", schema::<C2cReport>()),
+        ("diff", schema::<DiffReport>()),
+        ("estimate", schema::<EstimateReport>()),
+        ("annotate", schema::<AnnotateReport>()),
+    ]
+}
