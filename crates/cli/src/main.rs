@@ -43,6 +43,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Annotate(args) => annotate::run(args),
@@ -63,6 +64,18 @@ fn main() -> ExitCode {
             eprintln!("spelunk: error: {}", one_line(&e));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Dies quietly of SIGPIPE when standard output is a pipe whose reader has gone (`spelunk
+/// report --json | head`), as `cat` and `grep` do: the Rust runtime ignores SIGPIPE, which
+/// turns the closed pipe into a panic in `println!`. Programs `spelunk record` runs get the
+/// default disposition either way (the standard library restores it in children).
+fn restore_sigpipe() {
+    // SAFETY: setting a signal's disposition to SIG_DFL at the start of main, before any
+    // thread exists; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

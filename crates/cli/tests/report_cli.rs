@@ -615,3 +615,47 @@ fn sort_orders_every_hotspot_table_and_the_limit_cuts_after_sorting() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// `spelunk report --json | head -1`: when the reader of standard output goes away, spelunk
+/// dies quietly of SIGPIPE, as cat and grep do, instead of panicking in println!.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let dir = scratch("closed-pipe");
+    let data = dir.join("big.data");
+    spelunk_testkit::SynthRecording {
+        cpus: 2,
+        records_per_cpu: 20_000,
+        ..Default::default()
+    }
+    .write(&data)
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args([
+            "report",
+            data.to_str().unwrap(),
+            "--json",
+            "--limit",
+            "100000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // stdout is dropped (closed) here, long before spelunk wrote its megabytes of JSON.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(first[0], b'{');
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?} {err}",
+        out.status
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
