@@ -13,7 +13,7 @@ use spelunk_pmu::import::parse_perf_stat;
 use spelunk_pmu::live::{CountTarget, CpuList, LiveOptions, LivePlan};
 use spelunk_pmu::report::{self, import_report, ImportOptions, Report, Source};
 use spelunk_pmu::sidecar::{self, SidecarImport};
-use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions};
+use spelunk_record::{EmulatedRecording, EmulatorInstall, EmulatorOptions, Output};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -469,68 +469,45 @@ fn emulate(args: &TopdownArgs) -> anyhow::Result<(Report, ExitCode)> {
         ..EmulatorOptions::default()
     };
     // The recording: where the user asked, else a private directory removed afterwards.
-    let (perf_data, scratch) = match &args.record {
+    let output = match &args.record {
         Some(p) => {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 if !dir.is_dir() {
                     bail!("--record {}: no such directory", p.display());
                 }
             }
-            (p.clone(), None)
+            Output::At {
+                perf_data: p.clone(),
+                keep_trace: args.keep_trace,
+            }
         }
-        None => {
-            let s = Scratch::new()?;
-            (s.0.join("perf.data"), Some(s))
-        }
+        None => Output::Scratch,
     };
-    let mut trace = perf_data.clone().into_os_string();
-    trace.push(".emutrace");
-    let trace = PathBuf::from(trace);
     let command: Vec<OsString> = args.command.iter().map(OsString::from).collect();
     eprintln!(
         "spelunk topdown: running {} under the emulated Neoverse N1 (Valgrind; expect the \
          program to run ~100x slower than natively)",
         args.command[0]
     );
-    let run = emulator::run(&install, &options, &trace, &command)?;
-    for line in run.valgrind_log.lines() {
-        eprintln!("spelunk topdown: valgrind: {line}");
-    }
-    if !trace.exists() {
-        bail!(
-            "the emulator wrote no trace ({}); {} exited with {}. If valgrind could not start \
-             the program, its messages are above",
-            trace.display(),
-            args.command[0],
-            crate::record::describe(&run.status)
-        );
-    }
     let cmdline: Vec<String> = std::env::args().collect();
-    let conv = convert(&trace, &perf_data, &cmdline)
-        .with_context(|| format!("converting the emulator's trace {}", trace.display()))?;
-    if !args.keep_trace {
-        let _ = std::fs::remove_file(&trace);
-    }
+    let rec = EmulatedRecording::run(&install, &options, output, &command, &cmdline, |l| {
+        eprintln!("spelunk topdown: valgrind: {l}")
+    })?;
+    let conv = &rec.conversion;
     for w in &conv.warnings {
         eprintln!("spelunk topdown: warning: {w}");
     }
     let sc = Sidecar::read(&conv.sidecar)?;
-    let mut report = sidecar_report(args, &sc, &conv.sidecar).with_context(|| {
-        format!(
-            "{} exited with {}",
-            args.command[0],
-            crate::record::describe(&run.status)
-        )
-    })?;
+    let mut report = sidecar_report(args, &sc, &conv.sidecar)
+        .with_context(|| format!("{} exited with {}", args.command[0], rec.exit))?;
     report.source = Source {
         kind: "emulated".into(),
         detail: format!("{} ({})", args.command.join(" "), sidecar::describe(&sc)),
     };
-    if !run.status.success() {
-        report.notes.push(format!(
-            "the command exited with {}",
-            crate::record::describe(&run.status)
-        ));
+    if !rec.exit.success() {
+        report
+            .notes
+            .push(format!("the command exited with {}", rec.exit));
     }
     if let Some(p) = &args.record {
         eprintln!(
@@ -538,40 +515,13 @@ fn emulate(args: &TopdownArgs) -> anyhow::Result<(Report, ExitCode)> {
             p.display(),
             conv.sidecar.display(),
             if args.keep_trace {
-                format!(" and {}", trace.display())
+                format!(" and {}", rec.trace.display())
             } else {
                 String::new()
             }
         );
     }
-    drop(scratch);
-    Ok((
-        report,
-        ExitCode::from(crate::record::exit_code(&run.status)),
-    ))
-}
-
-/// A private temporary directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> anyhow::Result<Scratch> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let dir =
-            std::env::temp_dir().join(format!("spelunk-topdown-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("creating the temporary directory {}", dir.display()))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    Ok((report, ExitCode::from(rec.exit.code())))
 }
 
 #[cfg(test)]
