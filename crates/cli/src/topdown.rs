@@ -1,6 +1,6 @@
 //! `spelunk topdown`: top-down methodology from PMU counters. Wiring only: catalogs, detection,
-//! scheduling, live counting (spelunk_pmu::live), evaluation and rendering are in spelunk-pmu;
-//! the syscalls are spelunk_perf::counting.
+//! scheduling, live counting (spelunk_pmu::live) and evaluation are in spelunk-pmu, rendering
+//! in spelunk_report::topdown_text; the syscalls are spelunk_perf::counting.
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
@@ -11,9 +11,10 @@ use spelunk_pmu::compute::{Selection, StageFilter};
 use spelunk_pmu::detect::parse_cpu_list;
 use spelunk_pmu::import::parse_perf_stat;
 use spelunk_pmu::live::{CountTarget, CpuList, LiveOptions, LivePlan};
-use spelunk_pmu::report::{self, import_report, ImportOptions, Report, Source};
+use spelunk_pmu::report::{import_report, ImportOptions, Report, Source};
 use spelunk_pmu::sidecar::{self, SidecarImport};
 use spelunk_record::{EmulatedRecording, EmulatorInstall, EmulatorOptions, Output};
+use spelunk_report::topdown_text;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -216,11 +217,11 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
         (plan.count(&LinuxPerfSys)?, ExitCode::SUCCESS)
     };
     let out = if args.json {
-        report::render_json(&report) + "\n"
+        topdown_text::render_json(&report) + "\n"
     } else if args.csv {
-        report::render_csv(&report)
+        topdown_text::render_csv(&report)
     } else {
-        report::render_text(&report)
+        topdown_text::render_text(&report)
     };
     match &args.output {
         Some(path) => spelunk_fsio::write_atomic(path, out.as_bytes())
@@ -405,7 +406,9 @@ pub(crate) fn sidecar_json(sc: &Sidecar, path: &Path) -> anyhow::Result<String> 
         args: TopdownArgs,
     }
     let d = <Defaults as clap::Parser>::try_parse_from(["topdown", "--per-phase"])?;
-    Ok(report::render_json(&sidecar_report(&d.args, sc, path)?))
+    Ok(topdown_text::render_json(&sidecar_report(
+        &d.args, sc, path,
+    )?))
 }
 
 /// The report of a sidecar's counters: the catalog of its CPU (or --cpu-model/--spec), per-core and

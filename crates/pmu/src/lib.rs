@@ -2,7 +2,7 @@
 //! expressions ([`expr`]), counter scheduling ([`schedule`]), metric evaluation with the decision
 //! tree and sanity checks ([`compute`]), CPU detection from sysfs ([`detect`]), import of
 //! `perf stat -x` output ([`import`]) and of spelunk sidecars ([`sidecar`]), live counting
-//! ([`live`]), and report rendering ([`report`]).
+//! ([`live`]) and the typed top-down report ([`report`]; spelunk-report renders it).
 //!
 //! Nothing here makes a syscall itself: [`live`] counts through the `PerfSys` interface of
 //! `spelunk_perf::counting`, and everything else works on [`counts::Measurement`]s however they
