@@ -12,7 +12,7 @@ use spelunk_pmu::detect::parse_cpu_list;
 use spelunk_pmu::import::parse_perf_stat;
 use spelunk_pmu::live::{CountTarget, CpuList, LiveOptions, LivePlan};
 use spelunk_pmu::report::{import_report, ImportOptions, Report, Source};
-use spelunk_pmu::sidecar::{self, SidecarImport};
+use spelunk_pmu::sidecar::{self, SidecarTopdown};
 use spelunk_record::{EmulatedRecording, EmulatorInstall, EmulatorOptions, Output};
 use spelunk_report::topdown_text;
 use std::ffi::OsString;
@@ -396,67 +396,21 @@ fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
     }
 }
 
-/// Top-down of a recording's sidecar with the defaults (both stages, a scope per phase), as
-/// `spelunk topdown --import FILE --per-phase --json` prints it: what `spelunk report --html`
-/// embeds when the recording carries PMU counts and no `--topdown` file is given.
-pub(crate) fn sidecar_json(sc: &Sidecar, path: &Path) -> anyhow::Result<String> {
-    #[derive(clap::Parser)]
-    struct Defaults {
-        #[command(flatten)]
-        args: TopdownArgs,
-    }
-    let d = <Defaults as clap::Parser>::try_parse_from(["topdown", "--per-phase"])?;
-    Ok(topdown_text::render_json(&sidecar_report(
-        &d.args, sc, path,
-    )?))
-}
-
-/// The report of a sidecar's counters: the catalog of its CPU (or --cpu-model/--spec), per-core and
-/// phase scopes, intervals from its timeline.
+/// The report of a sidecar's counters with the flags' catalog, selection, scopes and interval.
 fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Result<Report> {
-    let name = path.display().to_string();
-    let detected = sidecar::catalog_for(sc, &name);
-    let choice = match explicit_catalog(args)? {
-        Some(mut c) => {
-            if let Ok(d) = &detected {
-                if d.catalog.id != c.catalog.id {
-                    c.note = Some(format!(
-                        "the counts are from a {} ({}); evaluated with {} as asked",
-                        sc.config
-                            .get("cpu_name")
-                            .and_then(|v| v.as_str())
-                            .unwrap_or("CPU"),
-                        d.catalog.id,
-                        c.catalog.id
-                    ));
-                }
-            }
-            c
-        }
-        None => detected?,
-    };
-    let opts = SidecarImport {
+    let opts = SidecarTopdown {
+        catalog: explicit_catalog(args)?,
         interval_ns: args
             .interval_ms
             .map(|ms| (ms * 1e6).round().max(1.0) as u64),
+        stage: stage(args),
+        groups: args.groups.clone(),
+        nodes: args.nodes.clone(),
+        per_core: args.per_cpu,
+        per_phase: args.per_phase,
+        slots: args.slots,
     };
-    let imported = sidecar::import(sc, &name, &choice.catalog, opts)?;
-    let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
-    // What reading the sidecar dropped, said with the report.
-    let mut notes: Vec<String> = choice.note.into_iter().collect();
-    notes.extend(sc.problems.iter().cloned());
-    Ok(import_report(
-        &imported,
-        &choice.catalog,
-        &sel,
-        ImportOptions {
-            file: &name,
-            per_scope: args.per_cpu,
-            per_phase: args.per_phase,
-            slots: args.slots,
-            notes,
-        },
-    ))
+    Ok(sidecar::topdown(sc, &path.display().to_string(), &opts)?)
 }
 
 /// `--emulate`: runs the command under the emulator (as `spelunk record --emulate` does),

@@ -106,3 +106,13 @@ fn json_golden_seed001_baseline() {
     assert_eq!(bm["unavailable"]["reason"], "missing_event");
     assert_eq!(scope["events"]["CPU_CYCLES"]["value"], 43809490290.0);
 }
+
+/// The HTML page embeds a report computed from a sidecar as the value its `--json` text
+/// parses to, so a computed section and a `--topdown FILE` section are the same page.
+#[test]
+fn a_computed_report_embeds_as_its_json_reads() {
+    use spelunk_report::html::Topdown;
+    let r = report_of("synthetic-interval-percpu-multiplexed.csv", true);
+    let parsed = Topdown::from_json(&render_json(&r), "td.json").unwrap();
+    assert_eq!(Topdown::from_report(&r).unwrap(), parsed);
+}
