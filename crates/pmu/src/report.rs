@@ -4,8 +4,7 @@
 
 use crate::catalog::Catalog;
 use crate::compute::{evaluate, Evaluation, Selection};
-use crate::counts::{EventCount, Measurement};
-use crate::import::Imported;
+use crate::counts::{EventCount, Imported, ImportedScope, Measurement};
 use crate::schedule::Schedule;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -249,7 +248,7 @@ pub fn import_report(
         &sum_intervals,
         None,
     ));
-    let extra = |s: &crate::import::ImportedScope| {
+    let extra = |s: &ImportedScope| {
         let mut c = cpu.clone();
         c.notes.extend(s.notes.iter().cloned());
         scope_report(

@@ -19,9 +19,8 @@
 
 use crate::catalog::{self, Catalog, Choice};
 use crate::compute::{Selection, StageFilter};
-use crate::counts::{EventCount, Measurement};
+use crate::counts::{EventCount, Imported, ImportedScope, Measurement};
 use crate::error::PmuError;
-use crate::import::{Imported, ImportedScope};
 use crate::report::{import_report, ImportOptions, Report};
 use spelunk_perf::sidecar::{CounterSnapshot, Phase, Sidecar};
 use spelunk_spe::Midr;
