@@ -1,10 +1,11 @@
 //! `spelunk record`: run a program and record its SPE samples and PMU counts into a perf.data
-//! plus the sidecar. Wiring only: the hardware recorder, the emulator runner and the trace
-//! conversion are spelunk-record.
+//! plus the sidecar. Wiring only: the hardware recorder and the emulated recording (emulator
+//! run and trace conversion, spelunk_record::session) are spelunk-record.
 
 use anyhow::{bail, Context};
 use clap::Args;
-use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions, HardwareOptions};
+use spelunk_record::session::{self, EmulatedRecording, Output, ProgramExit};
+use spelunk_record::{EmulatorInstall, EmulatorOptions, HardwareOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -181,9 +182,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         collisions: !args.no_collisions,
         extra: args.emulator_opts.clone(),
     };
-    let mut trace = args.output.clone().into_os_string();
-    trace.push(".emutrace");
-    let trace = PathBuf::from(trace);
+    let trace = session::trace_path(&args.output);
     let sidecar = spelunk_perf::sidecar::Sidecar::path_for(&args.output);
     let program = args.command.first().and_then(|p| program_path(p));
     crate::common::guard_outputs(
@@ -209,29 +208,15 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         "spelunk record: running {program} under the emulated Neoverse N1 (Valgrind; expect \
          the program to run ~100x slower than natively)"
     );
-    let started = std::time::Instant::now();
-    let run = emulator::run(&install, &options, &trace, &args.command)?;
-    let wall = started.elapsed();
-    for line in run.valgrind_log.lines() {
-        eprintln!("spelunk record: valgrind: {line}");
-    }
-    let code = exit_code(&run.status);
-    if !trace.exists() {
-        bail!(
-            "the emulator wrote no trace ({}); {} exited with {}. If valgrind could not start \
-             the program, its messages are above",
-            trace.display(),
-            program,
-            describe(&run.status)
-        );
-    }
-
     let cmdline: Vec<String> = std::env::args().collect();
-    let conv = convert(&trace, &args.output, &cmdline)
-        .with_context(|| format!("converting the emulator's trace {}", trace.display()))?;
-    if !args.keep_trace {
-        let _ = std::fs::remove_file(&trace);
-    }
+    let output = Output::At {
+        perf_data: args.output.clone(),
+        keep_trace: args.keep_trace,
+    };
+    let rec = EmulatedRecording::run(&install, &options, output, &args.command, &cmdline, |l| {
+        eprintln!("spelunk record: valgrind: {l}")
+    })?;
+    let conv = &rec.conversion;
     for w in &conv.warnings {
         eprintln!("spelunk record: warning: {w}");
     }
@@ -246,8 +231,8 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         conv.samples_per_cpu.len(),
         conv.phases,
         conv.objects,
-        wall.as_secs_f64(),
-        describe(&run.status)
+        rec.wall.as_secs_f64(),
+        rec.exit
     );
     eprintln!(
         "spelunk record: wrote {} ({:.1} MB) and {}{}",
@@ -267,7 +252,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             args.period
         );
     }
-    Ok(ExitCode::from(code))
+    Ok(ExitCode::from(rec.exit.code()))
 }
 
 /// Checks shared by both recorders; returns the event filter.
@@ -380,7 +365,7 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
         "{}",
         spelunk_report::record_text::hardware_summary(&rec, wall)
     );
-    let code = rec.exit_status.as_ref().map(exit_code).unwrap_or(0);
+    let code = rec.exit_status.map(|s| ProgramExit(s).code()).unwrap_or(0);
     Ok(ExitCode::from(code))
 }
 
@@ -399,27 +384,6 @@ fn runtime_for(args: &RecordArgs, command: &[String]) -> Option<PathBuf> {
             );
             None
         }
-    }
-}
-
-/// The program's exit status as a process exit code (128+N for signal N, as shells do).
-pub(crate) fn exit_code(status: &std::process::ExitStatus) -> u8 {
-    use std::os::unix::process::ExitStatusExt;
-    if let Some(c) = status.code() {
-        return (c & 0xff) as u8;
-    }
-    status
-        .signal()
-        .map(|s| (128 + s).min(255) as u8)
-        .unwrap_or(1)
-}
-
-pub(crate) fn describe(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("status {c}"),
-        (None, Some(s)) => format!("signal {s}"),
-        _ => "an unknown status".into(),
     }
 }
 
@@ -500,5 +464,5 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
         "{}",
         spelunk_report::record_text::timelines_summary(&rec, started.elapsed())
     );
-    Ok(ExitCode::from(exit_code(&rec.exit_status)))
+    Ok(ExitCode::from(ProgramExit(rec.exit_status).code()))
 }

@@ -8,6 +8,7 @@ use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_engine::parallel::profile;
 use spelunk_engine::report::{check_line_size, C2cOptions, ReportOptions};
 use spelunk_perf::sidecar::Sidecar;
+use spelunk_pmu::sidecar::SidecarTopdown;
 use spelunk_report::html::{render_html, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
 use std::path::{Path, PathBuf};
@@ -175,17 +176,18 @@ fn sidecar_topdown(sc: &Sidecar, file: &Path) -> Option<Topdown> {
         return None;
     }
     let path = Sidecar::path_for(file);
-    let text = match crate::topdown::sidecar_json(sc, &path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("spelunk report: top-down section left out: {e:#}");
-            return None;
-        }
+    // As `spelunk topdown --import FILE --per-phase` computes it.
+    let opts = SidecarTopdown {
+        per_phase: true,
+        ..SidecarTopdown::default()
     };
-    match Topdown::from_json(&text, &path.display().to_string()) {
+    let computed = spelunk_pmu::sidecar::topdown(sc, &path.display().to_string(), &opts)
+        .map_err(anyhow::Error::from)
+        .and_then(|r| Ok(Topdown::from_report(&r)?));
+    match computed {
         Ok(t) => Some(t),
         Err(e) => {
-            eprintln!("spelunk report: top-down section left out: {e}");
+            eprintln!("spelunk report: top-down section left out: {e:#}");
             None
         }
     }

@@ -1,29 +1,23 @@
 //! `spelunk topdown`: top-down methodology from PMU counters. Wiring only: catalogs, detection,
-//! scheduling, evaluation and rendering are in spelunk-pmu; counting is
-//! spelunk_perf::counting.
+//! scheduling, live counting (spelunk_pmu::live) and evaluation are in spelunk-pmu, rendering
+//! in spelunk_report::topdown_text; the syscalls are spelunk_perf::counting.
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
-use spelunk_perf::counting::{
-    self, CountingSession, GroupReading, LinuxPerfSys, OpenOptions, PerfSys, StoppedChild, Target,
-};
+use spelunk_perf::counting::LinuxPerfSys;
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_pmu::catalog::{self, Catalog, Choice};
-use spelunk_pmu::compute::{Selection, StageFilter, Warning, WarningKind};
-use spelunk_pmu::counts::{delta, Measurement, RawReading};
-use spelunk_pmu::detect::{self, parse_cpu_list, CoreType};
+use spelunk_pmu::compute::{Selection, StageFilter};
+use spelunk_pmu::detect::parse_cpu_list;
 use spelunk_pmu::import::parse_perf_stat;
-use spelunk_pmu::report::{
-    self, cpu_report, import_report, scope_report, Counters, ImportOptions, Report, ScheduleReport,
-    Source,
-};
-use spelunk_pmu::schedule::{schedule, Budget, Schedule};
-use spelunk_pmu::sidecar::{self, SidecarImport};
-use spelunk_record::{convert, emulator, EmulatorInstall, EmulatorOptions};
+use spelunk_pmu::live::{CountTarget, CpuList, LiveOptions, LivePlan};
+use spelunk_pmu::report::{import_report, ImportOptions, Report, Source};
+use spelunk_pmu::sidecar::{self, SidecarTopdown};
+use spelunk_record::{EmulatedRecording, EmulatorInstall, EmulatorOptions, Output};
+use spelunk_report::topdown_text;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum StageArg {
@@ -218,14 +212,16 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
     } else if args.emulate {
         emulate(&args)?
     } else {
-        (live(&args, &LinuxPerfSys)?, ExitCode::SUCCESS)
+        let options = live_options(&args)?;
+        let plan = LivePlan::new(&options, &LinuxPerfSys)?;
+        (plan.count(&LinuxPerfSys)?, ExitCode::SUCCESS)
     };
     let out = if args.json {
-        report::render_json(&report) + "\n"
+        topdown_text::render_json(&report) + "\n"
     } else if args.csv {
-        report::render_csv(&report)
+        topdown_text::render_csv(&report)
     } else {
-        report::render_text(&report)
+        topdown_text::render_text(&report)
     };
     match &args.output {
         Some(path) => spelunk_fsio::write_atomic(path, out.as_bytes())
@@ -241,6 +237,35 @@ fn stage(args: &TopdownArgs) -> StageFilter {
         StageArg::Two => StageFilter::Two,
         StageArg::All => StageFilter::All,
     }
+}
+
+/// The live run the flags ask for. A `-C` list and the catalog are checked here, before any
+/// counting starts.
+fn live_options(args: &TopdownArgs) -> anyhow::Result<LiveOptions> {
+    let target = match (&args.cpus, args.all_cpus, args.pid) {
+        (Some(spec), _, _) => CountTarget::Cpus(CpuList {
+            cpus: parse_cpu_list(spec)
+                .with_context(|| format!("-C {spec}: not a CPU list like 0-3,8"))?,
+            spec: spec.clone(),
+        }),
+        (None, true, _) => CountTarget::AllCpus,
+        (None, false, Some(pid)) => CountTarget::Process(pid),
+        (None, false, None) => CountTarget::Command,
+    };
+    Ok(LiveOptions {
+        command: args.command.clone(),
+        target,
+        interval_ms: args.interval_ms,
+        duration_s: args.duration,
+        multiplex: !args.no_multiplex,
+        counters: args.counters,
+        slots: args.slots,
+        stage: stage(args),
+        groups: args.groups.clone(),
+        nodes: args.nodes.clone(),
+        sysfs_root: args.sysfs_root.clone(),
+        catalog: explicit_catalog(args)?,
+    })
 }
 
 /// Largest `perf stat` output, catalog or report JSON read whole (far above any real one).
@@ -371,65 +396,21 @@ fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
     }
 }
 
-/// Top-down of a recording's sidecar with the defaults (both stages, a scope per phase), as
-/// `spelunk topdown --import FILE --per-phase --json` prints it: what `spelunk report --html`
-/// embeds when the recording carries PMU counts and no `--topdown` file is given.
-pub(crate) fn sidecar_json(sc: &Sidecar, path: &Path) -> anyhow::Result<String> {
-    #[derive(clap::Parser)]
-    struct Defaults {
-        #[command(flatten)]
-        args: TopdownArgs,
-    }
-    let d = <Defaults as clap::Parser>::try_parse_from(["topdown", "--per-phase"])?;
-    Ok(report::render_json(&sidecar_report(&d.args, sc, path)?))
-}
-
-/// The report of a sidecar's counters: the catalog of its CPU (or --cpu-model/--spec), per-core and
-/// phase scopes, intervals from its timeline.
+/// The report of a sidecar's counters with the flags' catalog, selection, scopes and interval.
 fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Result<Report> {
-    let name = path.display().to_string();
-    let detected = sidecar::catalog_for(sc, &name);
-    let choice = match explicit_catalog(args)? {
-        Some(mut c) => {
-            if let Ok(d) = &detected {
-                if d.catalog.id != c.catalog.id {
-                    c.note = Some(format!(
-                        "the counts are from a {} ({}); evaluated with {} as asked",
-                        sc.config
-                            .get("cpu_name")
-                            .and_then(|v| v.as_str())
-                            .unwrap_or("CPU"),
-                        d.catalog.id,
-                        c.catalog.id
-                    ));
-                }
-            }
-            c
-        }
-        None => detected?,
-    };
-    let opts = SidecarImport {
+    let opts = SidecarTopdown {
+        catalog: explicit_catalog(args)?,
         interval_ns: args
             .interval_ms
             .map(|ms| (ms * 1e6).round().max(1.0) as u64),
+        stage: stage(args),
+        groups: args.groups.clone(),
+        nodes: args.nodes.clone(),
+        per_core: args.per_cpu,
+        per_phase: args.per_phase,
+        slots: args.slots,
     };
-    let imported = sidecar::import(sc, &name, &choice.catalog, opts)?;
-    let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
-    // What reading the sidecar dropped, said with the report.
-    let mut notes: Vec<String> = choice.note.into_iter().collect();
-    notes.extend(sc.problems.iter().cloned());
-    Ok(import_report(
-        &imported,
-        &choice.catalog,
-        &sel,
-        ImportOptions {
-            file: &name,
-            per_scope: args.per_cpu,
-            per_phase: args.per_phase,
-            slots: args.slots,
-            notes,
-        },
-    ))
+    Ok(sidecar::topdown(sc, &path.display().to_string(), &opts)?)
 }
 
 /// `--emulate`: runs the command under the emulator (as `spelunk record --emulate` does),
@@ -445,68 +426,45 @@ fn emulate(args: &TopdownArgs) -> anyhow::Result<(Report, ExitCode)> {
         ..EmulatorOptions::default()
     };
     // The recording: where the user asked, else a private directory removed afterwards.
-    let (perf_data, scratch) = match &args.record {
+    let output = match &args.record {
         Some(p) => {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 if !dir.is_dir() {
                     bail!("--record {}: no such directory", p.display());
                 }
             }
-            (p.clone(), None)
+            Output::At {
+                perf_data: p.clone(),
+                keep_trace: args.keep_trace,
+            }
         }
-        None => {
-            let s = Scratch::new()?;
-            (s.0.join("perf.data"), Some(s))
-        }
+        None => Output::Scratch,
     };
-    let mut trace = perf_data.clone().into_os_string();
-    trace.push(".emutrace");
-    let trace = PathBuf::from(trace);
     let command: Vec<OsString> = args.command.iter().map(OsString::from).collect();
     eprintln!(
         "spelunk topdown: running {} under the emulated Neoverse N1 (Valgrind; expect the \
          program to run ~100x slower than natively)",
         args.command[0]
     );
-    let run = emulator::run(&install, &options, &trace, &command)?;
-    for line in run.valgrind_log.lines() {
-        eprintln!("spelunk topdown: valgrind: {line}");
-    }
-    if !trace.exists() {
-        bail!(
-            "the emulator wrote no trace ({}); {} exited with {}. If valgrind could not start \
-             the program, its messages are above",
-            trace.display(),
-            args.command[0],
-            crate::record::describe(&run.status)
-        );
-    }
     let cmdline: Vec<String> = std::env::args().collect();
-    let conv = convert(&trace, &perf_data, &cmdline)
-        .with_context(|| format!("converting the emulator's trace {}", trace.display()))?;
-    if !args.keep_trace {
-        let _ = std::fs::remove_file(&trace);
-    }
+    let rec = EmulatedRecording::run(&install, &options, output, &command, &cmdline, |l| {
+        eprintln!("spelunk topdown: valgrind: {l}")
+    })?;
+    let conv = &rec.conversion;
     for w in &conv.warnings {
         eprintln!("spelunk topdown: warning: {w}");
     }
     let sc = Sidecar::read(&conv.sidecar)?;
-    let mut report = sidecar_report(args, &sc, &conv.sidecar).with_context(|| {
-        format!(
-            "{} exited with {}",
-            args.command[0],
-            crate::record::describe(&run.status)
-        )
-    })?;
+    let mut report = sidecar_report(args, &sc, &conv.sidecar)
+        .with_context(|| format!("{} exited with {}", args.command[0], rec.exit))?;
     report.source = Source {
         kind: "emulated".into(),
         detail: format!("{} ({})", args.command.join(" "), sidecar::describe(&sc)),
     };
-    if !run.status.success() {
-        report.notes.push(format!(
-            "the command exited with {}",
-            crate::record::describe(&run.status)
-        ));
+    if !rec.exit.success() {
+        report
+            .notes
+            .push(format!("the command exited with {}", rec.exit));
     }
     if let Some(p) = &args.record {
         eprintln!(
@@ -514,492 +472,19 @@ fn emulate(args: &TopdownArgs) -> anyhow::Result<(Report, ExitCode)> {
             p.display(),
             conv.sidecar.display(),
             if args.keep_trace {
-                format!(" and {}", trace.display())
+                format!(" and {}", rec.trace.display())
             } else {
                 String::new()
             }
         );
     }
-    drop(scratch);
-    Ok((
-        report,
-        ExitCode::from(crate::record::exit_code(&run.status)),
-    ))
-}
-
-/// A private temporary directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> anyhow::Result<Scratch> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        let dir =
-            std::env::temp_dir().join(format!("spelunk-topdown-{}-{nanos}", std::process::id()));
-        std::fs::create_dir(&dir)
-            .with_context(|| format!("creating the temporary directory {}", dir.display()))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Everything about counting on one core type.
-struct Plan {
-    ty: CoreType,
-    pmu_type: u32,
-    catalog: Catalog,
-    selection: Selection,
-    schedule: Schedule,
-    /// Raw codes per group, and the event name of each.
-    groups: Vec<Vec<(String, u64)>>,
-    cpu: report::CpuReport,
-}
-
-const NO_PMU_HELP: &str = "spelunk topdown counts with the CPU's hardware PMU, which this machine \
-does not offer. Nothing was counted. To count here, run the command under spelunk's emulated \
-Neoverse N1: `spelunk topdown --emulate -- CMD`. To analyse counts taken on an Arm machine: \
-`perf stat -x, -e <events> -o counts.csv -- CMD` there, then \
-`spelunk topdown --import counts.csv --cpu-model neoverse-n1` here (see --help)";
-
-fn plan<S: PerfSys + ?Sized>(args: &TopdownArgs, sys: &S) -> anyhow::Result<Vec<Plan>> {
-    let system = detect::detect(&args.sysfs_root).context(NO_PMU_HELP)?;
-    let wanted: Option<Vec<u32>> = match (&args.cpus, args.all_cpus) {
-        (Some(list), _) => Some(
-            parse_cpu_list(list)
-                .with_context(|| format!("-C {list}: not a CPU list like 0-3,8"))?,
-        ),
-        _ => None,
-    };
-    let explicit = explicit_catalog(args)?;
-    let mut plans = Vec::new();
-    for ty in system.core_types {
-        let cpus: Vec<u32> = match &wanted {
-            Some(w) => ty.cpus.iter().copied().filter(|c| w.contains(c)).collect(),
-            None => ty.cpus.clone(),
-        };
-        if cpus.is_empty() {
-            continue;
-        }
-        let Some(pmu) = ty.pmu.clone() else {
-            bail!(
-                "no core PMU for CPUs {:?} (MIDR {}): /sys/bus/event_source/devices has {} and none \
-                 lists these CPUs in a `cpus` file. {NO_PMU_HELP}",
-                ty.cpus,
-                ty.midr,
-                system.pmu_names.join(", ")
-            );
-        };
-        let choice = match &explicit {
-            Some(c) => c.clone(),
-            None => catalog::for_midr(ty.midr, pmu.events.contains_key("STALL_SLOT"))?,
-        };
-        let catalog = choice.catalog;
-        let selection = Selection::resolve(&catalog, stage(args), &args.groups, &args.nodes)?;
-        let mut notes: Vec<String> = choice.note.into_iter().collect();
-        let counters = match args.counters {
-            Some(n) => Counters {
-                programmable: n as usize,
-                cycle_counter: true,
-                source: "user".into(),
-            },
-            None => probe(sys, pmu.perf_type, &catalog, &mut notes)?,
-        };
-        let budget = Budget {
-            programmable: counters.programmable,
-            cycle_counter: counters.cycle_counter,
-        };
-        let metric_events: Vec<(String, std::collections::BTreeSet<String>)> = selection
-            .metrics()
-            .into_iter()
-            .filter_map(|m| {
-                let evs = catalog.metrics.get(&m)?.events.clone();
-                let uncodable: Vec<&String> = evs
-                    .iter()
-                    .filter(|e| !catalog.events.contains_key(*e))
-                    .collect();
-                if !uncodable.is_empty() {
-                    notes.push(format!("{m}: no event code for {uncodable:?}; not counted"));
-                    return None;
-                }
-                Some((m, evs))
-            })
-            .collect();
-        let schedule = schedule(&metric_events, budget);
-        for (m, n) in &schedule.unschedulable {
-            notes.push(format!(
-                "{m} needs {n} counters in one group but a group has {}; not counted",
-                budget.programmable
-            ));
-        }
-        let groups = schedule
-            .groups
-            .iter()
-            .map(|g| {
-                g.iter()
-                    .filter_map(|e| catalog.events.get(e).map(|c| (e.clone(), u64::from(*c))))
-                    .collect()
-            })
-            .collect();
-        let slots = args.slots.or(pmu.slots);
-        let cpu = cpu_report(&catalog, slots, Some(counters), notes);
-        plans.push(Plan {
-            ty: CoreType { cpus, ..ty },
-            pmu_type: pmu.perf_type,
-            catalog,
-            selection,
-            schedule,
-            groups,
-            cpu,
-        });
-    }
-    if plans.is_empty() {
-        bail!(
-            "-C {}: none of these CPUs exists",
-            args.cpus.as_deref().unwrap_or("")
-        );
-    }
-    Ok(plans)
-}
-
-fn probe<S: PerfSys + ?Sized>(
-    sys: &S,
-    pmu_type: u32,
-    catalog: &Catalog,
-    notes: &mut Vec<String>,
-) -> anyhow::Result<Counters> {
-    let inst = u64::from(catalog.events.get("INST_RETIRED").copied().unwrap_or(0x08));
-    let cyc = u64::from(catalog.events.get("CPU_CYCLES").copied().unwrap_or(0x11));
-    let mut spin = || {
-        let mut x = 0u64;
-        for i in 0..200_000u64 {
-            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
-        }
-    };
-    let p =
-        counting::probe_counters(sys, pmu_type, inst, cyc, 32, &mut spin).context(NO_PMU_HELP)?;
-    if p.programmable > 0 {
-        return Ok(Counters {
-            programmable: p.programmable,
-            cycle_counter: p.cycle_counter,
-            source: "probed".into(),
-        });
-    }
-    match catalog.documented_counters {
-        Some(n) => {
-            notes.push(format!(
-                "probing found no usable counter on this CPU type (the probe may have run on \
-                 another core type); scheduling for the documented {n}"
-            ));
-            Ok(Counters {
-                programmable: n as usize,
-                cycle_counter: true,
-                source: "catalog".into(),
-            })
-        }
-        None => bail!(
-            "no PMU counter could be opened and counted on PMU type {pmu_type}; pass --counters N \
-             if you know how many there are. {NO_PMU_HELP}"
-        ),
-    }
-}
-
-/// True when the PMU's sysfs `events/` list shows that the PMU does not implement `code`.
-///
-/// The armv8_pmuv3 driver lists a common event (0x0000-0x003F, 0x4000-0x403F) under `events/`
-/// only when the PMCEID registers say the core implements it, yet a raw event it lacks still
-/// opens and counts 0 (seen under QEMU's neoverse-n1 and on real cores). Such a reading is "not
-/// counted", never 0. Codes outside the PMCEID ranges are never listed, so nothing is inferred
-/// for them; an empty or missing `events/` directory says nothing either.
-fn absent_per_pmceid(code: u64, listed: &std::collections::BTreeSet<u64>) -> bool {
-    let pmceid_range = code < 0x40 || (0x4000..0x4040).contains(&code);
-    pmceid_range && !listed.is_empty() && !listed.contains(&code)
-}
-
-fn to_raw(plan: &Plan, readings: &[GroupReading], group_offset: usize) -> Vec<RawReading> {
-    let listed: std::collections::BTreeSet<u64> = plan
-        .ty
-        .pmu
-        .iter()
-        .flat_map(|p| p.events.values().map(|&c| u64::from(c)))
-        .collect();
-    let mut out = Vec::new();
-    for r in readings {
-        let g = r.group + group_offset;
-        let Some(names) = plan.groups.get(g) else {
-            continue;
-        };
-        for (e, (name, code)) in r.events.iter().zip(names) {
-            out.push(RawReading {
-                group: g,
-                event: name.clone(),
-                value: e.value,
-                time_enabled_ns: e.time_enabled_ns,
-                time_running_ns: e.time_running_ns,
-                unsupported: e.unsupported || absent_per_pmceid(*code, &listed),
-            });
-        }
-    }
-    out
-}
-
-/// Cumulative readings of every plan, polled at the interval.
-struct Run {
-    total: Vec<Vec<RawReading>>,
-    intervals: Vec<(f64, Vec<Vec<RawReading>>)>,
-    exit: Option<std::process::ExitStatus>,
-}
-
-fn count_once<S: PerfSys + ?Sized>(
-    args: &TopdownArgs,
-    sys: &S,
-    plans: &[Plan],
-    only_group: Option<usize>,
-) -> anyhow::Result<Run> {
-    let mut child = if args.command.is_empty() {
-        None
-    } else {
-        Some(
-            StoppedChild::spawn(&args.command)
-                .with_context(|| format!("starting {:?}", args.command))?,
-        )
-    };
-    let system_wide = args.all_cpus || args.cpus.is_some();
-    if child.is_none() && args.pid.is_none() && !system_wide {
-        bail!(
-            "nothing to count: give a command after `--`, -p PID, -a or -C CPUS (or --import FILE)"
-        );
-    }
-    let opts = OpenOptions {
-        enable_on_exec: child.is_some() && !system_wide,
-        inherit: !system_wide,
-        exclude_kernel: false,
-    };
-    let mut sessions = Vec::new();
-    for p in plans {
-        let groups: Vec<Vec<u64>> = p
-            .groups
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| only_group.is_none_or(|g| g == *i))
-            .map(|(_, g)| g.iter().map(|(_, c)| *c).collect())
-            .collect();
-        let target = if system_wide {
-            Target::Cpus(p.ty.cpus.iter().map(|&c| c as i32).collect())
-        } else if let Some(pid) = args.pid {
-            Target::Process(pid)
-        } else {
-            Target::Process(child.as_ref().map(|c| c.pid()).unwrap_or(0))
-        };
-        let mut o = opts;
-        let s = match CountingSession::open(sys, p.pmu_type, &groups, &target, o) {
-            Ok(s) => s,
-            Err(counting::CountingError::Open { source, .. })
-                if matches!(source.raw_os_error(), Some(1) | Some(13)) =>
-            {
-                // Not allowed to count the kernel (perf_event_paranoid >= 2): user space only.
-                o.exclude_kernel = true;
-                CountingSession::open(sys, p.pmu_type, &groups, &target, o).context(NO_PMU_HELP)?
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context(NO_PMU_HELP)),
-        };
-        if !o.enable_on_exec {
-            s.enable()?;
-        }
-        sessions.push(s);
-    }
-    counting::catch_interrupt();
-    let start = Instant::now();
-    if let Some(c) = child.as_mut() {
-        c.release()
-            .with_context(|| format!("running {:?}", args.command))?;
-    }
-    let read_all = |sessions: &[CountingSession<'_, S>]| -> anyhow::Result<Vec<Vec<RawReading>>> {
-        let offset = only_group.unwrap_or(0);
-        sessions
-            .iter()
-            .zip(plans)
-            .map(|(s, p)| Ok(to_raw(p, &s.read()?, offset)))
-            .collect()
-    };
-    let tick = Duration::from_secs_f64(args.interval_ms.unwrap_or(100.0).max(10.0) / 1000.0);
-    let mut intervals = Vec::new();
-    let mut exit = None;
-    loop {
-        std::thread::sleep(tick);
-        let done = match child.as_mut() {
-            Some(c) => match c.try_wait()? {
-                Some(st) => {
-                    exit = Some(st);
-                    true
-                }
-                None => false,
-            },
-            None => {
-                counting::interrupted()
-                    || args
-                        .duration
-                        .is_some_and(|d| start.elapsed().as_secs_f64() >= d)
-                    || args.pid.is_some_and(|p| !counting::process_alive(p))
-            }
-        };
-        if args.interval_ms.is_some() {
-            intervals.push((start.elapsed().as_secs_f64(), read_all(&sessions)?));
-        }
-        if done {
-            break;
-        }
-    }
-    let total = read_all(&sessions)?;
-    Ok(Run {
-        total,
-        intervals,
-        exit,
-    })
-}
-
-fn live<S: PerfSys + ?Sized>(args: &TopdownArgs, sys: &S) -> anyhow::Result<Report> {
-    let plans = plan(args, sys)?;
-    let mut warnings: Vec<Vec<Warning>> = vec![Vec::new(); plans.len()];
-    let runs: Vec<(Option<usize>, Run)> = if args.no_multiplex {
-        if args.command.is_empty() {
-            bail!("--no-multiplex re-runs the command once per counter group: give a command after `--`");
-        }
-        let n = plans.iter().map(|p| p.groups.len()).max().unwrap_or(0);
-        (0..n)
-            .map(|g| Ok((Some(g), count_once(args, sys, &plans, Some(g))?)))
-            .collect::<anyhow::Result<_>>()?
-    } else {
-        vec![(None, count_once(args, sys, &plans, None)?)]
-    };
-    let mut scopes = Vec::new();
-    for (pi, p) in plans.iter().enumerate() {
-        let mut total: Vec<RawReading> = Vec::new();
-        for (_, r) in &runs {
-            total.extend(r.total.get(pi).cloned().unwrap_or_default());
-        }
-        let m = Measurement::from_raw(p.groups.len(), &total, p.schedule.metric_group.clone());
-        if args.no_multiplex {
-            warnings[pi].extend(disagreement(&m));
-        }
-        // Intervals (multiplexed runs only: separate runs have no common timeline).
-        let mut intervals = Vec::new();
-        if let [(None, run)] = runs.as_slice() {
-            let mut prev: Vec<RawReading> = Vec::new();
-            for (t, all) in &run.intervals {
-                let cur = all.get(pi).cloned().unwrap_or_default();
-                let d = delta(&cur, &prev);
-                intervals.push((
-                    *t,
-                    Measurement::from_raw(p.groups.len(), &d, p.schedule.metric_group.clone()),
-                ));
-                prev = cur;
-            }
-        }
-        let mode = if args.no_multiplex {
-            "one run per group"
-        } else {
-            "multiplexed"
-        };
-        let mut s = scope_report(
-            &format!("{} on CPUs {}", p.catalog.id, compact_list(&p.ty.cpus)),
-            &p.catalog,
-            p.cpu.clone(),
-            &p.selection,
-            &m,
-            &intervals,
-            Some(ScheduleReport::new(&p.schedule, mode)),
-        );
-        s.totals.warnings.append(&mut warnings[pi]);
-        scopes.push(s);
-    }
-    let mut notes = Vec::new();
-    if let Some((_, r)) = runs.last() {
-        if let Some(st) = r.exit {
-            if !st.success() {
-                notes.push(format!("the command exited with {st}"));
-            }
-        }
-    }
-    let target = if !args.command.is_empty() {
-        args.command.join(" ")
-    } else if let Some(p) = args.pid {
-        format!("pid {p}")
-    } else {
-        format!("CPUs {}", args.cpus.as_deref().unwrap_or("all"))
-    };
-    Ok(Report {
-        schema: report::SCHEMA,
-        source: Source {
-            kind: "live".into(),
-            detail: target,
-        },
-        scopes,
-        notes,
-    })
-}
-
-/// With one run per group, compare the events every run counted (CPU_CYCLES, INST_RETIRED).
-fn disagreement(m: &Measurement) -> Vec<Warning> {
-    let mut out = Vec::new();
-    for ev in ["CPU_CYCLES", "INST_RETIRED"] {
-        let vals: Vec<f64> = m
-            .groups
-            .iter()
-            .filter_map(|g| g.get(ev).and_then(|c| c.value))
-            .collect();
-        if vals.len() < 2 {
-            continue;
-        }
-        let (lo, hi) = vals
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(a, b), &v| (a.min(v), b.max(v)));
-        if lo > 0.0 && (hi - lo) / lo > 0.05 {
-            out.push(Warning {
-                kind: WarningKind::RunsDisagree,
-                message: format!(
-                    "{ev} differs by {:.1} % between the {} runs ({lo:.0} .. {hi:.0}): the \
-                     command does not behave the same each time, so metrics from different \
-                     groups are not comparable",
-                    (hi - lo) / lo * 100.0,
-                    vals.len()
-                ),
-            });
-        }
-    }
-    out
-}
-
-fn compact_list(cpus: &[u32]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
+    Ok((report, ExitCode::from(rec.exit.code())))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
-    use spelunk_perf::counting::sim::SimPmu;
-    use std::collections::BTreeMap;
 
     #[derive(Parser)]
     struct Cli {
@@ -1011,192 +496,6 @@ mod tests {
         let mut full = vec!["topdown"];
         full.extend_from_slice(v);
         Cli::try_parse_from(full).unwrap().args
-    }
-
-    /// QEMU's neoverse-n1 lists only these four under `events/` (docs: arm64-vm recipe); the
-    /// armv8_pmuv3 driver hides PMCEID-absent common events, so L1D_CACHE (0x04) is absent,
-    /// while an implementation-defined code (0x40+) is never listed and proves nothing.
-    #[test]
-    fn events_missing_from_sysfs_are_not_counted() {
-        let listed: std::collections::BTreeSet<u64> = [0x11, 0x08, 0x24, 0x23].into();
-        assert!(absent_per_pmceid(0x04, &listed));
-        assert!(absent_per_pmceid(0x4004, &listed));
-        assert!(!absent_per_pmceid(0x08, &listed));
-        assert!(!absent_per_pmceid(0x40, &listed));
-        assert!(!absent_per_pmceid(0x04, &Default::default()));
-    }
-
-    fn tree(name: &str) -> String {
-        format!("{}/../pmu/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
-    }
-
-    /// N1 with 6 counters + cycle counter, rates giving IPC 0.5 and 80 % back-end stalls.
-    fn n1_pmu() -> SimPmu {
-        let mut pmu = SimPmu::new(6, true);
-        for (code, rate) in [(0x11, 2.0), (0x08, 1.0), (0x24, 1.6), (0x23, 0.02)] {
-            pmu.rates.insert(code, rate);
-        }
-        pmu
-    }
-
-    #[test]
-    fn live_run_on_a_simulated_n1() {
-        let root = tree("sysfs-altra-n1");
-        let a = args(&["--sysfs-root", &root, "--stage", "1", "--", "true"]);
-        let pmu = n1_pmu();
-        let r = live(&a, &pmu).unwrap();
-        let s = &r.scopes[0];
-        assert_eq!(s.cpu.catalog, "neoverse-n1");
-        let c = s.cpu.counters.as_ref().unwrap();
-        assert_eq!(
-            (c.programmable, c.cycle_counter, c.source.as_str()),
-            (6, true, "probed")
-        );
-        // One group holds both cycle-accounting metrics: counted all the time.
-        assert_eq!(s.schedule.as_ref().unwrap().groups.len(), 1);
-        let be = s.totals.metric("backend_stalled_cycles").unwrap();
-        assert!((be.value.unwrap() - 80.0).abs() < 1e-6, "{:?}", be.value);
-        assert_eq!(be.running_fraction, Some(1.0));
-        assert_eq!(s.totals.bottleneck_path, vec!["backend_stalled_cycles"]);
-        assert_eq!(pmu.open_fds(), 0, "every counter closed");
-        // The command's counters were enabled on exec, the leader disabled until then.
-        let opened = pmu.opened.borrow();
-        assert!(opened.iter().any(|a| a.disabled()));
-    }
-
-    #[test]
-    fn multiplexed_groups_are_scaled_and_flagged() {
-        let root = tree("sysfs-altra-n1");
-        // Two programmable counters: stage 2 needs several groups, time-sliced.
-        let a = args(&[
-            "--sysfs-root",
-            &root,
-            "--counters",
-            "2",
-            "-m",
-            "Cycle_Accounting,General,L1D_Cache_Effectiveness",
-            "--",
-            "true",
-        ]);
-        let mut pmu = n1_pmu();
-        pmu.rates.insert(0x04, 0.5);
-        pmu.rates.insert(0x03, 0.05);
-        let r = live(&a, &pmu).unwrap();
-        let s = &r.scopes[0];
-        let n = s.schedule.as_ref().unwrap().groups.len();
-        assert!(n >= 2);
-        let ipc = s.totals.metric("ipc").unwrap();
-        // Scaled counts keep the ratio: 1.0 / 2.0.
-        assert!((ipc.value.unwrap() - 0.5).abs() < 1e-3, "{:?}", ipc.value);
-        let f = ipc.running_fraction.unwrap();
-        assert!((f - 1.0 / n as f64).abs() < 1e-9);
-        assert_eq!(ipc.low_confidence, f < 0.5);
-        let miss = s.totals.metric("l1d_cache_miss_ratio").unwrap();
-        assert!((miss.value.unwrap() - 0.1).abs() < 1e-3);
-    }
-
-    #[test]
-    fn no_multiplex_runs_each_group() {
-        let root = tree("sysfs-altra-n1");
-        let a = args(&[
-            "--sysfs-root",
-            &root,
-            "--counters",
-            "2",
-            "--no-multiplex",
-            "-m",
-            "Cycle_Accounting,General",
-            "--",
-            "true",
-        ]);
-        let pmu = n1_pmu();
-        let r = live(&a, &pmu).unwrap();
-        let s = &r.scopes[0];
-        assert_eq!(s.schedule.as_ref().unwrap().mode, "one run per group");
-        let be = s.totals.metric("backend_stalled_cycles").unwrap();
-        assert_eq!(
-            be.running_fraction,
-            Some(1.0),
-            "a group alone is never time-sliced"
-        );
-        // The simulated runs are identical, so no disagreement.
-        assert!(!s
-            .totals
-            .warnings
-            .iter()
-            .any(|w| w.kind == WarningKind::RunsDisagree));
-    }
-
-    #[test]
-    fn interval_timeline_from_a_live_run() {
-        let root = tree("sysfs-altra-n1");
-        let a = args(&[
-            "--sysfs-root",
-            &root,
-            "--stage",
-            "1",
-            "-I",
-            "10",
-            "--",
-            "sleep",
-            "0.1",
-        ]);
-        let mut pmu = n1_pmu();
-        pmu.advance_per_read_ns = 1_000_000;
-        let r = live(&a, &pmu).unwrap();
-        let s = &r.scopes[0];
-        assert!(s.intervals.len() >= 3, "{} intervals", s.intervals.len());
-        // Every interval's delta has the simulated 80 % back-end stalls.
-        for iv in &s.intervals[1..] {
-            let v = iv.metrics["backend_stalled_cycles"].expect("value");
-            assert!((v - 80.0).abs() < 0.5, "{v}");
-            assert_eq!(iv.bottleneck, vec!["backend_stalled_cycles"]);
-        }
-        assert!(s.intervals.windows(2).all(|w| w[0].time_s < w[1].time_s));
-        assert!(report::render_text(&r).contains("Timeline"));
-    }
-
-    #[test]
-    fn runs_that_disagree_are_reported() {
-        let mut m = Measurement::default();
-        for v in [100.0, 120.0] {
-            let mut g = BTreeMap::new();
-            g.insert(
-                "CPU_CYCLES".to_string(),
-                spelunk_pmu::EventCount::counted(v, Some(1.0)),
-            );
-            m.groups.push(g);
-        }
-        let w = disagreement(&m);
-        assert_eq!(w.len(), 1);
-        assert!(w[0].message.contains("20.0 %"), "{}", w[0].message);
-    }
-
-    #[test]
-    fn x86_vm_exits_with_an_honest_message() {
-        let root = tree("sysfs-x86-vm");
-        let a = args(&["--sysfs-root", &root, "--", "true"]);
-        let err = format!("{:#}", live(&a, &n1_pmu()).unwrap_err());
-        assert!(err.contains("hardware PMU"), "{err}");
-        assert!(err.contains("--import"), "{err}");
-        assert!(err.contains("GenuineIntel"), "{err}");
-        // --emulate is offered as available, not as a plan.
-        assert!(err.contains("`spelunk topdown --emulate -- CMD`"), "{err}");
-        assert!(!err.contains("not available"), "{err}");
-    }
-
-    #[test]
-    fn kernel_without_pmu_support_is_named() {
-        let root = tree("sysfs-altra-n1");
-        let a = args(&["--sysfs-root", &root, "--", "true"]);
-        let mut pmu = n1_pmu();
-        pmu.fail_all = Some(2); // ENOENT
-        let err = format!("{:#}", live(&a, &pmu).unwrap_err());
-        assert!(err.contains("--import"), "{err}");
-        assert!(
-            err.contains("does not implement the event, or there is no hardware PMU"),
-            "{err}"
-        );
     }
 
     #[test]
@@ -1216,10 +515,5 @@ mod tests {
         let l = list_catalog(&c);
         assert!(l.contains("Topdown_L1 [stage 1]"), "{l}");
         assert!(l.contains("SLOTS"), "{l}");
-    }
-
-    #[test]
-    fn cpu_lists_compact() {
-        assert_eq!(compact_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! A metric is evaluated from the counts of the group its events were scheduled in, so a ratio
 //! such as `L1D_CACHE_REFILL / L1D_CACHE` never mixes two time slices of a multiplexed run.
+//! [`Imported`] holds such counts per scope, interval and phase, as the importers read them.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -175,6 +176,32 @@ impl Measurement {
         }
         out
     }
+}
+
+/// Counts of an import, per scope and interval: what both importers produce (`perf stat -x`
+/// output in `import`, a spelunk sidecar in `sidecar`), so neither depends on the other.
+#[derive(Clone, Debug, Default)]
+pub struct Imported {
+    pub separator: char,
+    /// What was read, for the report's source line: `perf stat -x,`, `spelunk sidecar, ...`.
+    pub format: String,
+    /// Scopes in order of first appearance: `None` = perf's aggregate, `Some("CPU3")` etc.
+    pub scopes: Vec<ImportedScope>,
+    /// Annotated phases (sidecars only), one scope per phase name (`phase triad`).
+    pub phases: Vec<ImportedScope>,
+    /// Notes about names that were mapped, ignored lines, duplicates.
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ImportedScope {
+    pub id: Option<String>,
+    /// Whole-run counts (the sum of the intervals when the input is an interval run).
+    pub total: Measurement,
+    /// (interval end time in seconds, counts of that interval); empty without `-I`.
+    pub intervals: Vec<(f64, Measurement)>,
+    /// What the report should say about this scope (e.g. a phase's instances).
+    pub notes: Vec<String>,
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! modifiers (`:u`) stripped, and perf's generic names on arm64 (`instructions`, `cycles`, ...).
 
 use crate::catalog::Catalog;
-use crate::counts::{CountStatus, EventCount, Measurement};
+use crate::counts::{CountStatus, EventCount, Imported, ImportedScope, Measurement};
 use crate::error::PmuError;
 use std::collections::{BTreeMap, HashMap};
 
@@ -40,32 +40,6 @@ const PERF_GENERIC: &[(&str, &str)] = &[
     ("itlb-loads", "L1I_TLB"),
     ("itlb-load-misses", "L1I_TLB_REFILL"),
 ];
-
-/// Counts of an import (`perf stat -x` output or a spelunk sidecar, [`crate::sidecar`]), per
-/// scope and interval.
-#[derive(Clone, Debug, Default)]
-pub struct Imported {
-    pub separator: char,
-    /// What was read, for the report's source line: `perf stat -x,`, `spelunk sidecar, ...`.
-    pub format: String,
-    /// Scopes in order of first appearance: `None` = perf's aggregate, `Some("CPU3")` etc.
-    pub scopes: Vec<ImportedScope>,
-    /// Annotated phases (sidecars only), one scope per phase name (`phase triad`).
-    pub phases: Vec<ImportedScope>,
-    /// Notes about names that were mapped, ignored lines, duplicates.
-    pub notes: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default)]
-pub struct ImportedScope {
-    pub id: Option<String>,
-    /// Whole-run counts (the sum of the intervals when the input is an interval run).
-    pub total: Measurement,
-    /// (interval end time in seconds, counts of that interval); empty without `-I`.
-    pub intervals: Vec<(f64, Measurement)>,
-    /// What the report should say about this scope (e.g. a phase's instances).
-    pub notes: Vec<String>,
-}
 
 #[derive(Clone, Debug, PartialEq)]
 struct Row {

@@ -1,12 +1,12 @@
 //! PMU top-down methodology for Arm Neoverse: event catalogs per CPU ([`catalog`]), metric
 //! expressions ([`expr`]), counter scheduling ([`schedule`]), metric evaluation with the decision
 //! tree and sanity checks ([`compute`]), CPU detection from sysfs ([`detect`]), import of
-//! `perf stat -x` output ([`import`]) and of spelunk sidecars ([`sidecar`]), and report
-//! rendering ([`report`]).
+//! `perf stat -x` output ([`import`]) and of spelunk sidecars ([`sidecar`]), live counting
+//! ([`live`]) and the typed top-down report ([`report`]; spelunk-report renders it).
 //!
-//! Nothing here touches the kernel: live counting lives in `spelunk_perf::counting`; this crate
-//! works on [`counts::Measurement`]s however they were obtained, so all of it is tested on any
-//! machine.
+//! Nothing here makes a syscall itself: [`live`] counts through the `PerfSys` interface of
+//! `spelunk_perf::counting`, and everything else works on [`counts::Measurement`]s however they
+//! were obtained, so all of it is tested on any machine (live counting against a simulated PMU).
 
 pub mod catalog;
 pub mod check;
@@ -17,6 +17,7 @@ pub mod detect;
 pub mod error;
 pub mod expr;
 pub mod import;
+pub mod live;
 pub mod report;
 pub mod schedule;
 pub mod sidecar;

@@ -18,9 +18,10 @@
 //! counts are scaled by enabled/running, as perf scales them, with their running fraction.
 
 use crate::catalog::{self, Catalog, Choice};
-use crate::counts::{EventCount, Measurement};
+use crate::compute::{Selection, StageFilter};
+use crate::counts::{EventCount, Imported, ImportedScope, Measurement};
 use crate::error::PmuError;
-use crate::import::{Imported, ImportedScope};
+use crate::report::{import_report, ImportOptions, Report};
 use spelunk_perf::sidecar::{CounterSnapshot, Phase, Sidecar};
 use spelunk_spe::Midr;
 use std::collections::{BTreeMap, BTreeSet};
@@ -246,6 +247,79 @@ pub fn import(
         phases,
         notes,
     })
+}
+
+/// How to compute the top-down report of a sidecar's counters. The default is what
+/// `spelunk topdown --import FILE` computes: both stages, no intervals, one scope for the run.
+#[derive(Clone, Debug, Default)]
+pub struct SidecarTopdown {
+    /// A catalog to use instead of the one the sidecar's CPU maps to (a note says so when the
+    /// two differ).
+    pub catalog: Option<Choice>,
+    /// Interval length for a timeline, in perf-clock nanoseconds.
+    pub interval_ns: Option<u64>,
+    pub stage: StageFilter,
+    /// Metric groups or metrics to compute (empty: by `stage`).
+    pub groups: Vec<String>,
+    /// Decision-tree nodes to compute, with their subtrees.
+    pub nodes: Vec<String>,
+    /// Also report each virtual core.
+    pub per_core: bool,
+    /// Also report each annotated phase.
+    pub per_phase: bool,
+    /// Slots per cycle instead of the catalog's width.
+    pub slots: Option<u32>,
+}
+
+/// The top-down report of a sidecar's counters: the catalog of its CPU (or `opts.catalog`),
+/// per-core and phase scopes, intervals from its timeline, and what reading the sidecar dropped
+/// as notes. `path` names the file in the report and in errors.
+pub fn topdown(sidecar: &Sidecar, path: &str, opts: &SidecarTopdown) -> Result<Report, PmuError> {
+    let detected = catalog_for(sidecar, path);
+    let choice = match &opts.catalog {
+        Some(c) => {
+            let mut c = c.clone();
+            if let Ok(d) = &detected {
+                if d.catalog.id != c.catalog.id {
+                    c.note = Some(format!(
+                        "the counts are from a {} ({}); evaluated with {} as asked",
+                        sidecar
+                            .config
+                            .get("cpu_name")
+                            .and_then(|v| v.as_str())
+                            .unwrap_or("CPU"),
+                        d.catalog.id,
+                        c.catalog.id
+                    ));
+                }
+            }
+            c
+        }
+        None => detected?,
+    };
+    let imported = import(
+        sidecar,
+        path,
+        &choice.catalog,
+        SidecarImport {
+            interval_ns: opts.interval_ns,
+        },
+    )?;
+    let sel = Selection::resolve(&choice.catalog, opts.stage, &opts.groups, &opts.nodes)?;
+    let mut notes: Vec<String> = choice.note.into_iter().collect();
+    notes.extend(sidecar.problems.iter().cloned());
+    Ok(import_report(
+        &imported,
+        &choice.catalog,
+        &sel,
+        ImportOptions {
+            file: path,
+            per_scope: opts.per_core,
+            per_phase: opts.per_phase,
+            slots: opts.slots,
+            notes,
+        },
+    ))
 }
 
 fn core_name(core: Option<u32>) -> String {

@@ -6,7 +6,7 @@
 //!   PMU and its AUX area;
 //! - [`emulator`]: the program runs under spelunk's Valgrind tool, which models a Neoverse N1
 //!   and samples its operations the way SPE does; [`convert`] turns the tool's trace into what
-//!   a hardware recording would have been;
+//!   a hardware recording would have been, and [`session`] runs the two as one flow;
 //! - [`timeline`]: resident memory per NUMA node and PMU counters of the process tree over
 //!   time, on any machine (`spelunk record --no-spe` records them alone).
 
@@ -14,11 +14,13 @@ pub mod convert;
 pub mod emulator;
 pub mod hardware;
 pub mod runtime_log;
+pub mod session;
 pub mod timeline;
 
 pub use convert::{convert, Conversion, ConvertError};
 pub use emulator::{EmulatedRun, EmulatorError, EmulatorInstall, EmulatorOptions};
 pub use hardware::{HardwareError, HardwareOptions, HardwareRecording};
+pub use session::{EmulatedRecording, Output, ProgramExit, SessionError};
 
 /// The SPE PMUs the kernel exposes (`/sys/bus/event_source/devices/arm_spe_*`), by name.
 pub fn hardware_spe_pmus() -> Vec<String> {

@@ -37,8 +37,9 @@ pub enum HtmlError {
 
 /// Top-down results as `spelunk topdown --json` wrote them, checked for their schema.
 ///
-/// Kept as JSON rather than typed: the page renders the file's figures as they are, and the
-/// report crate needs no dependency on the PMU crate.
+/// Kept as JSON rather than typed: the page renders a `--topdown FILE`'s figures as they are.
+/// A report computed here (from a recording's sidecar) becomes the same value with
+/// [`Topdown::from_report`], without a round trip through JSON text.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Topdown(serde_json::Value);
 
@@ -68,6 +69,11 @@ impl Topdown {
             return Err(bad("no 'scopes' list".into()));
         }
         Ok(Topdown(value))
+    }
+
+    /// A top-down report computed by spelunk-pmu, as the page embeds it.
+    pub fn from_report(report: &spelunk_pmu::report::Report) -> Result<Topdown, HtmlError> {
+        Ok(Topdown(serde_json::to_value(report)?))
     }
 
     pub fn value(&self) -> &serde_json::Value {

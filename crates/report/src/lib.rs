@@ -1,5 +1,6 @@
-//! Writers for spelunk's results: typed tables (Parquet, CSV), terminal tables, JSON and HTML.
-//! Nothing here decodes or analyses; it presents what earlier stages produced.
+//! Writers for spelunk's results: typed tables (Parquet, CSV), terminal tables, JSON and HTML,
+//! one module per result and format (`topdown_text` for spelunk-pmu's top-down reports). Nothing
+//! here decodes or analyses; it presents what earlier stages produced.
 
 pub mod annotate_text;
 pub mod c2c_text;
@@ -14,6 +15,7 @@ pub mod table;
 pub mod text;
 mod text_table;
 pub mod timelines_text;
+pub mod topdown_text;
 
 pub use spe_tables::{SpeTable, SpeTableWriter};
 pub use spelunk_spe::{CpuInterpretation, Interpretation};
