@@ -149,16 +149,16 @@ impl RecordingContext {
         let mut objects = DataObjects::build(&self.spaces, symfs);
         if let Some(sc) = &self.sidecar {
             let pids: Vec<u32> = self.spaces.pids().collect();
-            for o in &sc.objects {
-                // An object without a pid belongs to every recorded process.
+            // An object without a pid belongs to every recorded process.
+            objects.annotate_all(sc.objects.iter().flat_map(|o| {
                 let targets: Vec<u32> = match o.pid {
                     Some(p) => vec![p],
                     None => pids.clone(),
                 };
-                for pid in targets {
-                    objects.annotate(pid, o.address, o.size, &o.name, o.from_ns, o.until_ns);
-                }
-            }
+                targets
+                    .into_iter()
+                    .map(move |pid| (pid, o.address, o.size, &*o.name, o.from_ns, o.until_ns))
+            }));
             if !sc.allocations.is_empty() {
                 objects.allocate(crate::alloc_sites::heap_blocks(
                     &self.spaces,

@@ -8,11 +8,11 @@
 //!    buffers, thread stacks) and mapped data files.
 
 use crate::elf::{load_bias, read_load_segments};
-use crate::maps::{AddressSpaces, MappingKind};
+use crate::maps::{AddressSpaces, Mapping, MappingKind};
 use blazesym::inspect::source::{Elf, Source};
 use blazesym::inspect::Inspector;
 use blazesym::SymType;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -107,6 +107,19 @@ pub struct SiteBlocks {
     pub freed_lifetime_ns: u64,
 }
 
+/// An object named through the annotation API, live in `[from_ns, until_ns)`.
+fn annotated(start: u64, size: u64, name: &str, from_ns: u64, until_ns: u64) -> Arc<DataObject> {
+    Arc::new(DataObject {
+        start,
+        end: start.saturating_add(size),
+        name: Arc::from(name),
+        kind: ObjectKind::Annotated,
+        dso: None,
+        from_ns,
+        until_ns,
+    })
+}
+
 /// Bound on the objects a lookup walks back over (nested or overlapping objects).
 const MAX_WALK: usize = 64;
 
@@ -147,6 +160,15 @@ impl SortedObjects {
         }
     }
 
+    /// Adds many objects with one sort: each in the order [`Self::insert`] would put it
+    /// (after the objects already there at its start address), without its per-object shift.
+    fn extend(&mut self, new: Vec<Arc<DataObject>>) {
+        let mut all = std::mem::take(&mut self.objects);
+        all.extend(new);
+        all.sort_by_key(|o| o.start); // stable: equal starts keep their insertion order
+        *self = SortedObjects::from_sorted(all);
+    }
+
     /// The innermost (smallest) live object containing `addr`, walking back over at most
     /// [`MAX_WALK`] objects that start at or below it.
     fn find(&self, addr: u64, t: Option<u64>) -> Option<&Arc<DataObject>> {
@@ -179,7 +201,15 @@ impl DataObjects {
         for pid in spaces.pids() {
             let mut named = Vec::new();
             let mut regions = Vec::new();
-            let mut placed: Vec<(Arc<str>, u64)> = Vec::new();
+            // Sets, not lists searched per mapping: a process with many mappings (or
+            // recordings with many unreadable files) made those searches quadratic.
+            let mut placed: HashSet<(Arc<str>, u64)> = HashSet::new();
+            let mut unreadable: HashSet<Arc<str>> = out.unreadable_files.iter().cloned().collect();
+            // Each file's first executable mapping.
+            let mut exec_of: HashMap<&str, &Mapping> = HashMap::new();
+            for x in spaces.mappings(pid).iter().filter(|x| x.executable) {
+                exec_of.entry(&*x.path).or_insert(&**x);
+            }
             for m in spaces.mappings(pid) {
                 let region = |name: Arc<str>, kind| {
                     Arc::new(DataObject {
@@ -228,26 +258,23 @@ impl DataObjects {
                             Some((Arc::new(vars), segs))
                         });
                         let Some((vars, segs)) = entry else {
-                            if !out.unreadable_files.contains(&m.path) {
+                            if unreadable.insert(m.path.clone()) {
                                 out.unreadable_files.push(m.path.clone());
                             }
                             continue;
                         };
                         // Bias from the file's executable mapping when it has one (its segment
                         // is unambiguous), else from this mapping.
-                        let mappings = spaces.mappings(pid);
-                        let exec = mappings.iter().find(|x| x.path == m.path && x.executable);
-                        let basis = exec.map(|x| &**x).unwrap_or(&**m);
+                        let basis = exec_of.get(&*m.path).copied().unwrap_or(&**m);
                         let Some(bias) =
                             load_bias(segs, basis.start, basis.page_offset, basis.executable)
                         else {
                             continue;
                         };
                         // One placement per (file, bias): every mapping of a file gives the same.
-                        if placed.iter().any(|(p, b)| *p == m.path && *b == bias) {
+                        if !placed.insert((m.path.clone(), bias)) {
                             continue;
                         }
-                        placed.push((m.path.clone(), bias));
                         for (name, vaddr, size) in vars.iter() {
                             let start = vaddr.wrapping_add(bias);
                             named.push(Arc::new(DataObject {
@@ -282,16 +309,26 @@ impl DataObjects {
         from_ns: u64,
         until_ns: u64,
     ) {
-        let o = Arc::new(DataObject {
-            start,
-            end: start.saturating_add(size),
-            name: Arc::from(name),
-            kind: ObjectKind::Annotated,
-            dso: None,
-            from_ns,
-            until_ns,
-        });
+        let o = annotated(start, size, name, from_ns, until_ns);
         self.named.entry(pid).or_default().insert(o);
+    }
+
+    /// [`Self::annotate`] for many objects (`(pid, start, size, name, from_ns, until_ns)`),
+    /// with one sort per process instead of an insertion each (quadratic in the objects).
+    pub fn annotate_all<'a>(
+        &mut self,
+        objects: impl IntoIterator<Item = (u32, u64, u64, &'a str, u64, u64)>,
+    ) {
+        let mut per_pid: HashMap<u32, Vec<Arc<DataObject>>> = HashMap::new();
+        for (pid, start, size, name, from_ns, until_ns) in objects {
+            per_pid
+                .entry(pid)
+                .or_default()
+                .push(annotated(start, size, name, from_ns, until_ns));
+        }
+        for (pid, new) in per_pid {
+            self.named.entry(pid).or_default().extend(new);
+        }
     }
 
     /// Adds heap blocks, each allocated at a site and live in `[from_ns, until_ns)`

@@ -7,7 +7,7 @@
 //! includes the samples of the phases nested in it).
 
 use spelunk_perf::sidecar::Phase;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// One phase instance, times in perf nanoseconds.
@@ -97,9 +97,11 @@ impl PhaseIndex {
 
     /// The distinct phase names, in order of first start.
     pub fn names(&self) -> Vec<Arc<str>> {
+        // A set of the names seen: `out.contains` made this quadratic in distinct names.
+        let mut seen: HashSet<&str> = HashSet::new();
         let mut out: Vec<Arc<str>> = Vec::new();
         for p in &self.all {
-            if !out.contains(&p.name) {
+            if seen.insert(&p.name) {
                 out.push(p.name.clone());
             }
         }

@@ -11,7 +11,7 @@ use crate::fasthash::FastMap;
 use crate::maps::AddressSpaces;
 use crate::model::*;
 use crate::objects::{DataObject, DataObjects, ObjectKind};
-use crate::phases::PhaseIndex;
+use crate::phases::{PhaseIndex, PhaseInstance};
 use crate::stats::LatencyStats;
 use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer};
 use spelunk_perf::sidecar::Sidecar;
@@ -987,13 +987,14 @@ impl ProfileBuilder<'_> {
     ) -> (Vec<PhaseRow>, Vec<PhaseSpan>) {
         let empty = Agg::default();
         let mut rows: Vec<PhaseRow> = Vec::new();
+        // Instances by name in one pass (filtering them for each name was quadratic in
+        // distinct phase names).
+        let mut by_name: HashMap<&str, Vec<&PhaseInstance>> = HashMap::new();
+        for p in self.phases.instances() {
+            by_name.entry(&*p.name).or_default().push(p);
+        }
         for name in self.phases.names() {
-            let inst: Vec<_> = self
-                .phases
-                .instances()
-                .iter()
-                .filter(|p| p.name == name)
-                .collect();
+            let inst = by_name.remove(&*name).unwrap_or_default();
             let mut tids: Vec<u32> = inst.iter().map(|p| p.tid).collect();
             tids.sort_unstable();
             tids.dedup();

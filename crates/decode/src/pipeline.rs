@@ -109,6 +109,42 @@ pub enum PipelineError<E: std::error::Error + 'static> {
     Sink(E),
     #[error("decoder thread for stream {stream} panicked (bug)")]
     WorkerPanicked { stream: usize },
+    /// Each AUX stream is decoded on its own thread (the time-ordered merge needs them all
+    /// under way); the system refused one more (e.g. a recording with tens of thousands of
+    /// per-CPU or per-thread streams).
+    #[error(
+        "cannot start a decode thread for each of the {streams} AUX streams (the system \
+         refused one more: {source})"
+    )]
+    Spawn {
+        streams: usize,
+        source: std::io::Error,
+    },
+    #[error(
+        "{streams} AUX streams: spelunk decodes at most {MAX_STREAMS} (one thread each; a \
+         per-CPU recording has one stream per CPU, arm64 Linux at most 4096)"
+    )]
+    TooManyStreams { streams: usize },
+}
+
+/// The most AUX streams decoded at once, each on its own thread. Above some tens of thousands
+/// the system refuses threads in a way Rust cannot report as an error (a new thread's guard
+/// page), so more are refused up front.
+pub const MAX_STREAMS: usize = 16384;
+
+fn check_streams<E: std::error::Error>(plan: &DecodePlan) -> Result<(), PipelineError<E>> {
+    match plan.streams.len() {
+        n if n > MAX_STREAMS => Err(PipelineError::TooManyStreams { streams: n }),
+        _ => Ok(()),
+    }
+}
+
+/// The read buffer a stream needs: a piece, or less when its largest AUX chunk is smaller
+/// (a recording of many CPUs has many small streams; each buffer is zeroed when made).
+fn piece_buffer(stream: &StreamDesc, opts: &DecodeOptions) -> Vec<u8> {
+    let largest = stream.chunks.iter().map(|c| c.size).max().unwrap_or(0);
+    let len = usize::try_from(largest).map_or(opts.piece_bytes, |l| l.min(opts.piece_bytes));
+    vec![0u8; len.max(1)]
 }
 
 const CHANNEL_DEPTH: usize = 2;
@@ -326,7 +362,7 @@ fn worker<S: AuxSource, M: SampleMap>(
 ) -> WorkerResult {
     let mut dec = RecordDecoder::new();
     let mut att = Attributor::new(stream, plan);
-    let mut buf = vec![0u8; opts.piece_bytes.max(1)];
+    let mut buf = piece_buffer(stream, opts);
     let mut batch = Batch::with_capacity(batch_len);
     let mut last_key = 0u64;
     let mut stopped = false;
@@ -402,9 +438,10 @@ pub fn first_time_ns<S: AuxSource>(
     let Some(tc) = &plan.time_conv else {
         return Ok(None);
     };
+    check_streams(plan)?;
     let first_of = |stream: &StreamDesc| -> Result<Option<u64>, PipelineError<_>> {
         let mut dec = RecordDecoder::new();
-        let mut buf = vec![0u8; opts.piece_bytes.max(1)];
+        let mut buf = piece_buffer(stream, opts);
         let mut first = None;
         read_pieces(src, stream, &mut buf, &mut dec, |dec, piece, at| {
             dec.feed_each(piece, at, |r| {
@@ -422,12 +459,16 @@ pub fn first_time_ns<S: AuxSource>(
         })?;
         Ok(first)
     };
+    let streams = plan.streams.len();
     let firsts: Vec<_> = std::thread::scope(|scope| {
-        let handles: Vec<_> = plan
-            .streams
-            .iter()
-            .map(|stream| scope.spawn(move || first_of(stream)))
-            .collect();
+        let mut handles = Vec::with_capacity(streams);
+        for stream in &plan.streams {
+            match std::thread::Builder::new().spawn_scoped(scope, move || first_of(stream)) {
+                Ok(h) => handles.push(h),
+                // The threads started finish on their own (each reads one stream's start).
+                Err(source) => return vec![Err(PipelineError::Spawn { streams, source })],
+            }
+        }
         handles
             .into_iter()
             .enumerate()
@@ -488,6 +529,7 @@ where
     E: std::error::Error + 'static,
 {
     assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
+    check_streams(plan)?;
     let batch_len = batch_records(
         plan.streams.len(),
         opts.buffer_budget_bytes,
@@ -496,10 +538,11 @@ where
     std::thread::scope(|scope| {
         let mut handles = Vec::new();
         let mut heads: Vec<Option<Head<M::Item>>> = Vec::new();
+        let mut failure: Option<PipelineError<E>> = None;
         for (stream, map) in plan.streams.iter().zip(maps.iter_mut()) {
             let (tx, rx) = sync_channel(CHANNEL_DEPTH);
             let (free_tx, free_rx) = channel();
-            handles.push(scope.spawn(move || {
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     worker(src, plan, stream, opts, batch_len, &mut *map, tx, free_rx)
                 }));
@@ -510,7 +553,18 @@ where
                     map.end();
                     std::panic::resume_unwind(panic)
                 })
-            }));
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(source) => {
+                    // No merge then: dropping the heads below stops the started workers.
+                    failure = Some(PipelineError::Spawn {
+                        streams: plan.streams.len(),
+                        source,
+                    });
+                    break;
+                }
+            }
             heads.push(Some(Head {
                 rx,
                 free: free_tx,
@@ -519,7 +573,6 @@ where
             }));
         }
         let mut heap = BinaryHeap::new();
-        let mut failure: Option<PipelineError<E>> = None;
         let mut samples = 0u64;
 
         // Pulls the next batch of a stream (blocking); false when the stream is finished.
@@ -552,6 +605,9 @@ where
         };
 
         for (i, slot) in heads.iter_mut().enumerate() {
+            if failure.is_some() {
+                break;
+            }
             let head = slot.as_mut().expect("just inserted"); // ok: slots were filled above
             if refill(head, &mut failure) {
                 heap.push(Reverse((head.batch.keys[0], i)));
@@ -633,6 +689,21 @@ mod tests {
         fn name(&self) -> String {
             "mem".into()
         }
+    }
+
+    /// More streams than threads can be started for: an error up front, never an abort.
+    #[test]
+    fn too_many_streams_is_an_error() {
+        let plan = DecodePlan {
+            streams: vec![StreamDesc::default(); MAX_STREAMS + 1],
+            ..DecodePlan::default()
+        };
+        let r = decode(&Mem(vec![]), &plan, &DecodeOptions::default(), |_| {
+            Ok::<(), std::io::Error>(())
+        });
+        assert!(
+            matches!(r, Err(PipelineError::TooManyStreams { streams }) if streams == MAX_STREAMS + 1)
+        );
     }
 
     /// `first_time_ns` is the time of the first timed sample `decode` hands out, with streams

@@ -167,6 +167,8 @@ pub struct SpeRecordingWriter {
     pos: u64,
     data_offset: u64,
     aux_offsets: Vec<u64>,
+    /// Each recorded CPU's index in `spec.cpus` (looked up for every record written).
+    cpu_indices: std::collections::HashMap<u32, usize>,
     auxtrace_index: Vec<(u64, u64)>,
     first_time: Option<u64>,
     last_time: Option<u64>,
@@ -180,6 +182,10 @@ pub struct SpeRecordingWriter {
 
 const SPE: usize = 0;
 const DUMMY: usize = 1;
+
+/// Entries of one PERF_RECORD_ID_INDEX: a 16-byte head and 32 bytes per entry within the
+/// 65535-byte record size.
+const ID_INDEX_MAX_ENTRIES: usize = (u16::MAX as usize - 16) / 32;
 
 /// `ALIGN(n, 8)`.
 fn align8(n: usize) -> usize {
@@ -273,6 +279,13 @@ impl SpeRecordingWriter {
             display,
             out: BufWriter::with_capacity(1 << 20, file),
             aux_offsets: vec![0; spec.cpus.len()],
+            cpu_indices: spec
+                .cpus
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (*c, i))
+                .rev()
+                .collect(),
             spec,
             attrs: [spe_attr, dummy_attr],
             pos: 0,
@@ -343,16 +356,20 @@ impl SpeRecordingWriter {
                 ]);
             }
         }
-        let mut rec = Vec::new();
-        let size = 8 + 8 + 32 * entries.len();
-        push_header(&mut rec, abi::record::ID_INDEX, 0, size);
-        rec.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-        for e in entries {
-            for v in e {
-                rec.extend_from_slice(&v.to_le_bytes());
+        // As many records as the 16-bit record size needs, as perf does
+        // (perf_event__synthesize_id_index: a record holds at most 2047 entries).
+        for part in entries.chunks(ID_INDEX_MAX_ENTRIES) {
+            let mut rec = Vec::new();
+            let size = 8 + 8 + 32 * part.len();
+            push_header(&mut rec, abi::record::ID_INDEX, 0, size);
+            rec.extend_from_slice(&(part.len() as u64).to_le_bytes());
+            for e in part {
+                for v in e {
+                    rec.extend_from_slice(&v.to_le_bytes());
+                }
             }
+            self.put_record(&rec)?;
         }
-        self.put_record(&rec)?;
 
         let tc = self.spec.time_conv.to_record(self.spec.time_conv_layout);
         self.put_record(&tc)?;
@@ -396,10 +413,9 @@ impl SpeRecordingWriter {
     }
 
     fn cpu_index(&self, cpu: u32) -> Result<usize, PerfError> {
-        self.spec
-            .cpus
-            .iter()
-            .position(|c| *c == cpu)
+        self.cpu_indices
+            .get(&cpu)
+            .copied()
             .ok_or_else(|| PerfError::Unwritable {
                 path: self.display.clone(),
                 what: "record".into(),

@@ -668,3 +668,28 @@ fn random_headers_never_panic() {
         }
     }
 }
+
+/// More CPUs than one PERF_RECORD_ID_INDEX can list (2047 entries of 32 bytes, two events per
+/// CPU): the writer splits it over several records, as perf does, and the file reads back.
+#[test]
+fn many_cpus_split_the_id_index() {
+    let dir = scratch_dir("many-cpus");
+    let path = dir.join("spe.data");
+    let cpus = 3000u32;
+    let spec = RecordingSpec {
+        cpus: (0..cpus).collect(),
+        nr_cpus_available: cpus,
+        nr_cpus_online: cpus,
+        midr: CpuModel::NeoverseN1.midr(),
+        ..RecordingSpec::default()
+    };
+    let mut w = SpeRecordingWriter::create(&path, spec).unwrap();
+    let task = Task::new(1, 1);
+    for cpu in [0, cpus - 1] {
+        w.aux(cpu, task, 1000, AuxFlags(0), &[0u8; 64]).unwrap();
+    }
+    w.finish().unwrap();
+    let f = PerfDataFile::open(&path).unwrap();
+    let with_data: Vec<Option<u32>> = f.aux_streams.iter().map(|s| s.cpu).collect();
+    assert_eq!(with_data, [Some(0), Some(cpus - 1)]);
+}

@@ -1,10 +1,15 @@
 //! Writes a synthetic Arm SPE recording (perf.data) for benchmarks and demos.
 //!
-//! spelunk-synth OUT [--cpus N] [--records-per-cpu N | --bytes SIZE] [--layout n1|compact]
-//!               [--chunk BYTES] [--seed S] [--no-context]
+//! spelunk-synth OUT [--cpus N] [--records-per-cpu N | --records N | --bytes SIZE]
+//!               [--layout n1|compact] [--chunk BYTES] [--seed S] [--no-context]
+//!               [--threads N] [--mappings N] [--kernel-symbols N]
+//!               [--phases N] [--objects N] [--counter-snapshots N]
 //!
 //! The content is generated (spelunk_spe::synth), not measured; the file says so in its
-//! CPUDESC header ("synthetic Neoverse N1 recording").
+//! CPUDESC header ("synthetic Neoverse N1 recording"). `--records N` is the total over the
+//! CPUs. `--kernel-symbols N` also writes `OUT.kallsyms` (for `spelunk report --kallsyms`);
+//! `--phases`, `--objects` and `--counter-snapshots` write the sidecar `OUT.spelunk.json`
+//! (scale benchmarks: scripts/bench-scale.sh).
 
 use spelunk_spe::RecordLayout;
 use spelunk_testkit::SynthRecording;
@@ -21,12 +26,21 @@ fn parse_size(s: &str) -> Option<u64> {
     num.parse::<u64>().ok().map(|n| n * mult)
 }
 
+/// A count option's value.
+fn count<T: std::str::FromStr>(v: &str, name: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    v.parse().map_err(|e| format!("{name}: {e}"))
+}
+
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut out = None;
     let mut spec = SynthRecording::default();
     let mut bytes = None;
-    let usage = "usage: spelunk-synth OUT [--cpus N] [--records-per-cpu N | --bytes SIZE] [--layout n1|compact] [--chunk BYTES] [--seed S] [--no-context]";
+    let mut total_records = None;
+    let usage = "usage: spelunk-synth OUT [--cpus N] [--records-per-cpu N | --records N | --bytes SIZE] [--layout n1|compact] [--chunk BYTES] [--seed S] [--no-context] [--threads N] [--mappings N] [--kernel-symbols N] [--phases N] [--objects N] [--counter-snapshots N]";
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         let r: Result<(), String> = (|| {
@@ -38,6 +52,24 @@ fn main() -> ExitCode {
                     spec.records_per_cpu = val("--records-per-cpu")?
                         .parse()
                         .map_err(|e| format!("--records-per-cpu: {e}"))?
+                }
+                "--records" => {
+                    total_records = Some(
+                        val("--records")?
+                            .parse::<u64>()
+                            .map_err(|e| format!("--records: {e}"))?,
+                    )
+                }
+                "--threads" => spec.threads = count(&val("--threads")?, "--threads")?,
+                "--mappings" => spec.mappings = count(&val("--mappings")?, "--mappings")?,
+                "--kernel-symbols" => {
+                    spec.kernel_symbols = count(&val("--kernel-symbols")?, "--kernel-symbols")?
+                }
+                "--phases" => spec.phases = count(&val("--phases")?, "--phases")?,
+                "--objects" => spec.objects = count(&val("--objects")?, "--objects")?,
+                "--counter-snapshots" => {
+                    spec.counter_snapshots =
+                        count(&val("--counter-snapshots")?, "--counter-snapshots")?
                 }
                 "--bytes" => {
                     bytes = Some(parse_size(&val("--bytes")?).ok_or("--bytes: expected e.g. 1G")?)
@@ -80,6 +112,16 @@ fn main() -> ExitCode {
             40
         };
         spec.records_per_cpu = (b / per / u64::from(spec.cpus.max(1))).max(1);
+    }
+    if let Some(n) = total_records {
+        spec.records_per_cpu = n.div_ceil(u64::from(spec.cpus.max(1))).max(1);
+    }
+    if spec.kernel_symbols > 0 {
+        let k = format!("{out}.kallsyms");
+        if let Err(e) = std::fs::write(&k, spec.kallsyms()) {
+            eprintln!("spelunk-synth: {k}: {e}");
+            return ExitCode::FAILURE;
+        }
     }
     match spec.write(std::path::Path::new(&out)) {
         Ok(s) => {
