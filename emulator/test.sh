@@ -29,6 +29,16 @@ expect=$'object data 8192\ntag static 1\nbegin outer\nbegin inner\nend inner\nen
 [[ "$("$root/emulator/spelunk-emu" --out="$tmp/at.emutrace" -- "$tmp/at")" == "runtime loaded: 1" ]] \
   || { echo "FAIL: header under the emulator"; exit 1; }
 echo "ok"
+echo "== retranslation: descriptors of discarded translations are freed, results unchanged"
+"$cc" -O1 -Wall -Wextra -Werror "$root/emulator/tests/retranslate_test.c" -o "$tmp/rt"
+native="$("$tmp/rt")"
+emulated="$(VALGRIND_LIB="$root/emulator/build/lib" "${VALGRIND:-valgrind}" --tool=spelunk -v --log-file="$tmp/rt.log" \
+  --out="$tmp/rt.emutrace" "$tmp/rt")"
+[[ "$emulated" == "$native" ]] || { echo "FAIL: retranslation changed the result: $emulated vs $native"; exit 1; }
+discarded="$(sed -n 's/.* translations instrumented, \([0-9]*\) discarded.*/\1/p' "$tmp/rt.log")"
+[[ -n "$discarded" && "$discarded" -ge 2000 ]] \
+  || { echo "FAIL: expected >= 2000 freed descriptors, got '${discarded}'"; cat "$tmp/rt.log"; exit 1; }
+echo "ok ($discarded descriptors freed)"
 echo "== build the workloads"
 make -s -C "$root/workloads"
 echo "== trace reader and acceptance tests"

@@ -30,6 +30,7 @@
 #include "pub_tool_vki.h"
 #include "pub_tool_vkiscnums.h"
 #include "pub_tool_guest.h"
+#include "pub_tool_hashtable.h"
 #include "pub_tool_xarray.h"
 #include "valgrind.h"
 
@@ -310,7 +311,14 @@ typedef struct {
    UChar dst, s0, s1, many;
 } SlWbRun;
 
-typedef struct {
+/* One per translation: what sl_flush replays. Registered in sb_descs under the translation's
+ * closure->nraddr (the VgHashNode header must come first), and freed when Valgrind discards
+ * the translation (sl_discard_superblock), so retranslation (code unloaded and loaded again,
+ * a full translation table) does not leak them. */
+typedef struct SlSbDesc {
+   struct SlSbDesc *next; /* VgHashNode */
+   UWord key;             /* closure->nraddr */
+   Bool pinned;           /* another live translation had the same key: never freed */
    Addr base;
    UInt n_items, n_exits, n_alu, n_wb, n_lines, n_deps;
    SlItem *items;
@@ -322,6 +330,43 @@ typedef struct {
    UChar *deps;     /* dependency lists of the items and writebacks (SlThread.rdy indices) */
    SlIRun irun;     /* where its code lines were found last (sl_flush) */
 } SlSbDesc;
+
+static VgHashTable *sb_descs;
+static ULong stat_sb_made, stat_sb_freed;
+
+static void sb_free(SlSbDesc *d)
+{
+   VG_(free)(d->items);
+   VG_(free)(d->exits);
+   VG_(free)(d->alu);
+   VG_(free)(d->wb);
+   VG_(free)(d->wbr);
+   VG_(free)(d->lines);
+   VG_(free)(d->deps);
+   VG_(free)(d);
+}
+
+/* Records d as the descriptor of the translation of nraddr. Valgrind discards each
+ * translation exactly once, by that key (pub_tool_tooliface.h); should two live translations
+ * share a key, neither is ever freed (a bounded leak, never a use after free). */
+static void sb_register(SlSbDesc *d, Addr nraddr)
+{
+   SlSbDesc *same = VG_(HT_lookup)(sb_descs, (UWord)nraddr);
+   d->key = (UWord)nraddr;
+   if (same) same->pinned = d->pinned = True;
+   VG_(HT_add_node)(sb_descs, d);
+   stat_sb_made++;
+}
+
+static void sl_discard_superblock(Addr orig_addr, VexGuestExtents vge)
+{
+   SlSbDesc *d = VG_(HT_remove)(sb_descs, (UWord)orig_addr);
+   (void)vge;
+   if (!d || d->pinned) return;
+   SL_ASSERT(d->key == (UWord)orig_addr);
+   sb_free(d);
+   stat_sb_freed++;
+}
 
 /* Latest ready time of a dependency set (0 when empty). */
 static inline ULong deps_ready(SlDeps m, const ULong *rdy)
@@ -432,6 +477,12 @@ static void sb_finalize(SlSbDesc *d)
       d->wbr[j].s0 = d->wb[j].src.s0;
       d->wbr[j].s1 = d->wb[j].src.s1;
       d->wbr[j].many = d->wb[j].src.n > 2;
+   }
+   /* every dependency list was stored, and each exit's items and writebacks are in range */
+   SL_ASSERT(d->n_deps <= n);
+   for (j = 0; j < d->n_exits; j++) {
+      SL_ASSERT(d->exits[j].last_item <= d->n_items);
+      SL_ASSERT((UInt)d->exits[j].wb_first + d->exits[j].wb_n <= d->n_wb);
    }
 }
 
@@ -834,13 +885,15 @@ static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, 
 
 static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
 {
-   const SlExit *x = &d->exits[k];
+   const SlExit *x;
    SlItem *it, *end;
    const UChar *dl = d->deps;
    SlThread *th = cur;
    SlCore *c = cur_core;
    ULong *rdy;
    if (!th || !c || !clo_model) return;
+   SL_ASSERT(k < d->n_exits);
+   x = &d->exits[k];
    rdy = th->rdy;
    ifetch_run(c, d->lines, x->n_lines, &d->irun);
    for (it = d->items, end = d->items + x->last_item; it < end; it++) {
@@ -1216,7 +1269,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
    UInt last_len = 0;
    Int bcond_item = -1;
    SlSbDesc *d = VG_(calloc)("spelunk.sbdesc", 1, sizeof(SlSbDesc));
-   (void)closure; (void)layout; (void)archinfo_host;
+   (void)layout; (void)archinfo_host;
 
    if (gWordTy != Ity_I64 || hWordTy != Ity_I64) VG_(tool_panic)("spelunk: 64-bit guests only");
 
@@ -1470,6 +1523,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
    d->lines = VG_(malloc)("spelunk.sbdesc", (ins.n_lines + 1) * sizeof(Addr));
    VG_(memcpy)(d->lines, ins.lines, ins.n_lines * sizeof(Addr));
    sb_finalize(d);
+   sb_register(d, closure->nraddr);
 
    {
       IRDirty *di = unsafeIRDirty_0_N(
@@ -1802,9 +1856,10 @@ static void sl_fini(Int exitcode)
       if (trace.failed) VG_(fmsg)("spelunk: writing the trace file '%s' failed\n", clo_out);
       if (VG_(clo_verbosity) > 1)
          VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s; %llu scheduling slices, "
-                   "%llu thread switches, %llu forced yields (%llu with sched_yield)\n",
+                   "%llu thread switches, %llu forced yields (%llu with sched_yield); %llu "
+                   "translations instrumented, %llu discarded\n",
                    samples_written, trace.written, clo_out, stat_slices, stat_switches, stat_yields,
-                   stat_os_yields);
+                   stat_os_yields, stat_sb_made, stat_sb_freed);
       VG_(close)(trace.fd);
    }
 }
@@ -1822,6 +1877,7 @@ static void sl_pre_clo_init(void)
    VG_(needs_command_line_options)(sl_process_cmd_line_option, sl_print_usage,
                                    sl_print_debug_usage);
    VG_(needs_client_requests)(sl_handle_client_request);
+   VG_(needs_superblock_discards)(sl_discard_superblock);
    VG_(needs_syscall_wrapper)(sl_pre_syscall, sl_post_syscall);
    VG_(track_pre_thread_ll_create)(sl_pre_thread_ll_create);
    VG_(track_pre_thread_ll_exit)(sl_pre_thread_ll_exit);
@@ -1838,6 +1894,7 @@ static void sl_pre_clo_init(void)
 
    sl_config_default(&cfg);
    trace.fd = -1;
+   sb_descs = VG_(HT_construct)("spelunk.sbdescs");
 }
 
 VG_DETERMINE_INTERFACE_VERSION(sl_pre_clo_init)
