@@ -523,7 +523,7 @@ pub fn builtin(id: &str) -> Result<Catalog, PmuError> {
     let mut c = Catalog::from_spec_json(
         b.json,
         b.id,
-        &format!("built-in crates/pmu/data/{}", b.file),
+        &format!("built-in {}", b.file),
         true,
     )?;
     c.documented_counters = b.counters;
