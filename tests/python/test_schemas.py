@@ -1,7 +1,8 @@
 """The JSON Schemas in docs/schemas, checked by an independent validator (python-jsonschema)
 against what spelunk writes: a sidecar the emulator wrote, one `spelunk record --no-spe` writes
-here (timelines, counters not counted), and the `--json` output of report, c2c, diff and
-estimate on a synthetic recording with a sidecar (phases, objects)."""
+here (timelines, counters not counted), the `--json` output of report, c2c, diff and estimate
+on a synthetic recording with a sidecar (phases, objects), of topdown on the methodology's
+`perf stat` files and of check on the machine fixtures."""
 
 import json
 import os
@@ -81,6 +82,23 @@ def test_every_json_report_matches_its_schema(tmp_path):
         # The schema is not vacuous: a wrong type in a required field fails it.
         assert not v.is_valid(dict(docs[0], schema=7)), name
     assert outputs["report"][1]["c2c"] is not None
+
+
+def test_topdown_and_check_json_match_their_schemas():
+    data = ROOT / "crates/pmu/tests/data"
+    v = validator("topdown")
+    for csv in sorted((data / "perf-stat").glob("*.csv")):
+        doc = spelunk_json("topdown", "--import", csv, "--cpu-model", "neoverse-n1")
+        errors = list(v.iter_errors(doc))
+        assert not errors, f"{csv.name}: {errors[0].message} at {list(errors[0].path)}"
+    v = validator("check")
+    machines = sorted(p for p in (data / "machines").iterdir() if p.is_dir())
+    assert machines
+    for m in machines:
+        done = subprocess.run([SPELUNK, "check", "--sysroot", str(m), "--json"], capture_output=True)
+        assert done.returncode in (0, 1), done.stderr  # 1: this machine cannot record
+        errors = list(v.iter_errors(json.loads(done.stdout)))
+        assert not errors, f"{m.name}: {errors[0].message} at {list(errors[0].path)}"
 
 
 def test_the_annotate_schema_is_well_formed():

@@ -13,14 +13,7 @@ use crate::model::Report;
 /// `(name, schema)` of each `--json` output of the analyses: `docs/schemas/NAME.schema.json`
 /// describes `spelunk NAME --json` (`report` is `spelunk report --json`).
 pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
-    // What is printed (serialized), not what would be read: a field serde leaves out when
-    // empty is optional.
-    fn schema<T: schemars::JsonSchema>() -> serde_json::Value {
-        let generator = schemars::generate::SchemaSettings::default()
-            .for_serialize()
-            .into_generator();
-        serde_json::to_value(generator.into_root_schema_for::<T>()).unwrap_or_default()
-    }
+    use spelunk_perf::schema::serialized_schema as schema;
     vec![
         ("report", schema::<Report>()),
         ("c2c", schema::<C2cReport>()),

@@ -4,24 +4,12 @@
 //! (tests/python/test_schemas.py).
 
 use spelunk_analysis::schemas::json_schemas;
+use spelunk_perf::schema::assert_schema_files_current;
 use std::path::Path;
 
 #[test]
 fn the_schema_files_are_generated_from_the_types() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schemas");
-    let mut stale = Vec::new();
-    for (name, schema) in json_schemas() {
-        let path = dir.join(format!("{name}.schema.json"));
-        let text = serde_json::to_string_pretty(&schema).unwrap() + "\n";
-        if std::env::var_os("SPELUNK_BLESS").is_some() {
-            std::fs::write(&path, &text).unwrap();
-        }
-        if std::fs::read_to_string(&path).unwrap_or_default() != text {
-            stale.push(path.display().to_string());
-        }
-    }
-    assert!(
-        stale.is_empty(),
-        "out of date: {stale:?}: run SPELUNK_BLESS=1 cargo test -p spelunk-analysis --test json_schemas"
-    );
+    let test = "cargo test -p spelunk-analysis --test json_schemas";
+    assert_schema_files_current(&dir, &json_schemas(), test);
 }

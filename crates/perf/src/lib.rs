@@ -79,6 +79,7 @@ pub mod error;
 pub mod reader;
 pub mod records;
 pub mod ring;
+pub mod schema;
 pub mod sidecar;
 pub mod source;
 pub mod spe_pmu;

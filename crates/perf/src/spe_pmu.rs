@@ -11,7 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Which `perf_event_attr` word a format field lives in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ConfigWord {
     Config,
@@ -34,7 +36,7 @@ impl ConfigWord {
 }
 
 /// A `format/` field: bits `lo..=hi` of one config word.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct FormatField {
     pub word: ConfigWord,
     pub lo: u8,
@@ -88,7 +90,7 @@ impl FormatField {
 }
 
 /// One `arm_spe_N` PMU.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct SpePmu {
     pub name: String,
     /// `perf_event_attr.type`.

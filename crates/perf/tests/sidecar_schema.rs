@@ -3,6 +3,7 @@
 //! describes what a real sidecar holds (its top-level fields and their JSON types), read from
 //! a sidecar the emulator wrote (crates/perf/tests/data/sidecar-emulator-v1.json).
 
+use spelunk_perf::schema::assert_schema_files_current;
 use spelunk_perf::sidecar::Sidecar;
 use std::path::Path;
 
@@ -16,17 +17,9 @@ fn root() -> &'static Path {
 
 #[test]
 fn the_schema_file_is_generated_from_the_types() {
-    let path = root().join("docs/schemas/sidecar.schema.json");
-    let text = serde_json::to_string_pretty(&Sidecar::json_schema()).unwrap() + "\n";
-    if std::env::var_os("SPELUNK_BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-    }
-    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        on_disk == text,
-        "{} is out of date: run SPELUNK_BLESS=1 cargo test -p spelunk-perf --test sidecar_schema",
-        path.display()
-    );
+    let test = "cargo test -p spelunk-perf --test sidecar_schema";
+    let schemas = [("sidecar", Sidecar::json_schema())];
+    assert_schema_files_current(&root().join("docs/schemas"), &schemas, test);
 }
 
 #[test]

@@ -15,7 +15,9 @@ use spelunk_spe::Midr;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The top-down stages a metric group can belong to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema,
+)]
 pub enum Stage {
     #[serde(rename = "1")]
     One,
@@ -520,12 +522,7 @@ pub fn builtin(id: &str) -> Result<Catalog, PmuError> {
             name: id.to_string(),
             known: accepted_names().join(", "),
         })?;
-    let mut c = Catalog::from_spec_json(
-        b.json,
-        b.id,
-        &format!("built-in {}", b.file),
-        true,
-    )?;
+    let mut c = Catalog::from_spec_json(b.json, b.id, &format!("built-in {}", b.file), true)?;
     c.documented_counters = b.counters;
     Ok(c)
 }

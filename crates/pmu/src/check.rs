@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// One kind of core (one MIDR) and what its PMU can count of its top-down catalog.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct CoreCheck {
     pub midr: String,
     /// `neoverse-n1`, ... (None: a core spelunk has no name for).
@@ -40,7 +40,7 @@ pub struct CoreCheck {
 }
 
 /// Physical machine or virtual machine, and why spelunk thinks so.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Platform {
     /// DMI `sys_vendor` and `product_name`, when present.
     pub vendor: Option<String>,
@@ -51,7 +51,7 @@ pub struct Platform {
 }
 
 /// Whether one capability works, and if not why and what to do.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Capability {
     /// `spe-record`, `spe-physical-addresses`, `live-topdown`, `capacity-sampling`.
     pub name: &'static str,
@@ -62,7 +62,7 @@ pub struct Capability {
 }
 
 /// Everything `spelunk check` reports.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct MachineCheck {
     pub schema: &'static str,
     /// The root read: `/`, or the `--sysroot` directory.

@@ -149,7 +149,7 @@ fn find_metric(catalog: &Catalog, name: &str) -> Option<String> {
 }
 
 /// One metric's result.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct MetricResult {
     pub name: String,
     pub title: String,
@@ -176,7 +176,7 @@ pub struct MetricResult {
 }
 
 /// A node of the evaluated decision tree.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TreeResult {
     pub metric: String,
     pub value: Option<f64>,
@@ -188,7 +188,7 @@ pub struct TreeResult {
     pub next_groups: Vec<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKind {
     RefillsExceedAccesses,
@@ -202,14 +202,14 @@ pub enum WarningKind {
     Input,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Warning {
     pub kind: WarningKind,
     pub message: String,
 }
 
 /// All results of one scope and time span.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Evaluation {
     pub metrics: Vec<MetricResult>,
     pub tree: Vec<TreeResult>,

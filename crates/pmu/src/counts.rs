@@ -8,7 +8,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Whether an event produced a number.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CountStatus {
     Counted,
@@ -19,7 +19,7 @@ pub enum CountStatus {
 }
 
 /// One event's count.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EventCount {
     /// Count, already scaled to the whole enabled time when it was multiplexed.
     pub value: Option<f64>,

@@ -107,7 +107,7 @@ pub fn group_description(name: &str) -> Option<&'static str> {
 }
 
 /// Comparison direction of a threshold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Flag values above the threshold.
@@ -117,7 +117,7 @@ pub enum Direction {
 }
 
 /// A value worth flagging.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Threshold {
     pub direction: Direction,
     pub value: f64,

@@ -16,7 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// How a CPU's MIDR was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MidrSource {
     Sysfs,
@@ -24,7 +24,7 @@ pub enum MidrSource {
 }
 
 /// A core PMU as sysfs describes it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct CorePmu {
     pub name: String,
     /// perf_event_attr.type for this PMU.
@@ -37,9 +37,10 @@ pub struct CorePmu {
 }
 
 /// CPUs of one MIDR and the PMU that counts on them.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct CoreType {
     #[serde(serialize_with = "ser_midr")]
+    #[schemars(with = "String")]
     pub midr: Midr,
     pub cpus: Vec<u32>,
     pub midr_source: MidrSource,
@@ -51,7 +52,7 @@ fn ser_midr<S: serde::Serializer>(m: &Midr, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// What the machine has.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct System {
     pub core_types: Vec<CoreType>,
     /// Every PMU directory name seen (for messages when no core PMU is found).

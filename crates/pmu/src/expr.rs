@@ -109,7 +109,7 @@ pub enum Expr {
 }
 
 /// Why a metric has no value.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, schemars::JsonSchema)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Unavailable {
     /// `0 / 0`: nothing happened that the ratio is about (e.g. no branches at all).

@@ -20,6 +20,7 @@ pub mod import;
 pub mod live;
 pub mod report;
 pub mod schedule;
+pub mod schemas;
 pub mod sidecar;
 
 pub use catalog::{Catalog, Metric, MetricGroup, Stage};

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA: &str = "spelunk-topdown/1";
 
 /// Where the counts came from.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Source {
     /// `import` or `live`.
     pub kind: String,
@@ -21,7 +21,7 @@ pub struct Source {
 }
 
 /// The CPU a scope was evaluated for.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CpuReport {
     pub catalog: String,
     pub product: String,
@@ -33,7 +33,7 @@ pub struct CpuReport {
     pub notes: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Counters {
     pub programmable: usize,
     pub cycle_counter: bool,
@@ -41,7 +41,7 @@ pub struct Counters {
     pub source: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ScheduleReport {
     pub groups: Vec<Vec<String>>,
     pub lower_bound: usize,
@@ -72,7 +72,7 @@ impl ScheduleReport {
 }
 
 /// Metric values of one interval.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct IntervalReport {
     pub time_s: f64,
     pub metrics: BTreeMap<String, Option<f64>>,
@@ -81,14 +81,14 @@ pub struct IntervalReport {
 }
 
 /// A selected metric group and the metrics shown under it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct GroupSelection {
     pub group: String,
     pub metrics: Vec<String>,
 }
 
 /// Everything about one scope (whole run, a CPU, a core type).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ScopeReport {
     pub scope: String,
     pub cpu: CpuReport,
@@ -99,7 +99,7 @@ pub struct ScopeReport {
     pub intervals: Vec<IntervalReport>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema: &'static str,
     pub source: Source,
