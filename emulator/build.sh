@@ -61,8 +61,10 @@ objs=("$out/obj/sl_unity.o")
   "$VG_LIBDIR/libcoregrind-$arch-linux.a" "$VG_LIBDIR/libvex-$arch-linux.a" -lgcc \
   "$VG_LIBDIR/libgcc-sup-$arch-linux.a" -o "$out/spelunk-$arch-linux"
 
-# The preload library: the annotation ABI implemented with client requests (no libc).
-"$CC" -shared -fPIC -O2 -g -nostdlib -fno-stack-protector -isystem "$VG_INC" $warn \
+# The preload library: the annotation ABI implemented with client requests and the allocator
+# wrappers (no libc). No identical-code folding: each wrapper must stay a function of its own,
+# since Valgrind finds wrappers by their symbol names.
+"$CC" -shared -fPIC -O2 -g -nostdlib -fno-stack-protector -fno-ipa-icf -isystem "$VG_INC" $warn \
   -Wl,-z,noexecstack "$src/sl_preload.c" -o "$out/vgpreload_spelunk-$arch-linux.so"
 
 # VALGRIND_LIB directory: the system's Valgrind files plus ours.

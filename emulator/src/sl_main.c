@@ -32,6 +32,7 @@
 #include "pub_tool_guest.h"
 #include "pub_tool_hashtable.h"
 #include "pub_tool_xarray.h"
+#include "pub_tool_debuginfo.h"
 #include "valgrind.h"
 
 #include "sl_model.h"
@@ -56,6 +57,11 @@ static const HChar *clo_out = "spelunk.emutrace";
 static Long clo_switch_max = 20000, clo_switch_min = 100;
 static Long clo_timeline_us = 100;
 static Bool clo_model = True; /* debug: --model=no measures the instrumentation alone */
+/* heap blocks (--track-allocs, below) */
+static Bool clo_track_allocs = True;
+static Long clo_alloc_min_bytes = 4096;
+static Long clo_alloc_stack_depth = 8;
+#define SL_MAX_ALLOC_FRAMES 32
 
 static Bool parse_filter(const HChar *v)
 {
@@ -98,6 +104,16 @@ static Bool sl_process_cmd_line_option(const HChar *arg)
    }
    if (VG_BOOL_CLO(arg, "--jitter", cfg.spe_jitter)) return True;
    if (VG_BOOL_CLO(arg, "--model", clo_model)) return True;
+   if (VG_BOOL_CLO(arg, "--track-allocs", clo_track_allocs)) return True;
+   if (VG_INT_CLO(arg, "--alloc-min-bytes", clo_alloc_min_bytes)) {
+      if (clo_alloc_min_bytes < 0) VG_(fmsg_bad_option)(arg, "must be 0 or more\n");
+      return True;
+   }
+   if (VG_INT_CLO(arg, "--alloc-stack-depth", clo_alloc_stack_depth)) {
+      if (clo_alloc_stack_depth < 1 || clo_alloc_stack_depth > SL_MAX_ALLOC_FRAMES)
+         VG_(fmsg_bad_option)(arg, "must be 1 to 32\n");
+      return True;
+   }
    if (VG_BOOL_CLO(arg, "--collisions", cfg.spe_collisions)) return True;
    if (VG_BOOL_CLO(arg, "--ts", cfg.spe_ts)) return True;
    if (VG_BOOL_CLO(arg, "--pa", cfg.spe_pa)) return True;
@@ -177,7 +193,10 @@ static void sl_print_usage(void)
       "    --midr=<hex> --cpu-name=<s>    CPU identity claimed [0x413fd0c1 Neoverse N1]\n"
       "    --page-size=<bytes>        translation granule [2097152]\n"
       "    --timeline-us=<us>         virtual time between counter snapshots [100, 0 = off]\n"
-      "    --cores=<n>                virtual cores (threads beyond share cores) [64]\n"
+      "    --cores=<n>                virtual cores, 1-1024 (threads beyond share cores) [64]\n"
+      "    --track-allocs=yes|no      log heap blocks with their stacks and exact accesses [yes]\n"
+      "    --alloc-min-bytes=<n>      smallest block logged (malloc family, anonymous mmap) [4096]\n"
+      "    --alloc-stack-depth=<n>    frames kept per block, 1-32 [8]\n"
       "    --switch-cycles=<n> --switch-min-cycles=<n>  thread interleaving quantum [20000, 100]\n"
       "    model geometry and latencies: --l1d-size --l1d-assoc --l1d-lat --l1i-size --l1i-assoc\n"
       "      --l2-size --l2-assoc --l2-lat --slc-size --slc-assoc --slc-lat --dram-lat --peer-lat\n"
@@ -218,6 +237,8 @@ typedef struct {
    ULong rdy[SL_NLDSLOTS + SL_NSLOTS + 1]; /* + SL_RDY_ZERO, always 0 */
    Bool announced;
    HChar name[16];      /* as the kernel's comm: inherited at creation, set by PR_SET_NAME */
+   UInt in_alloc;       /* inside a wrapped allocator call (its mmaps are not blocks) */
+   ULong realloc_id;    /* the block a realloc in progress started from (0: none) */
 } SlThread;
 
 static SlThread threads[SL_MAX_THREADS];
@@ -225,8 +246,8 @@ static SlThread *cur;
 static ThreadId cur_tid;
 static SlCore *cur_core;
 static UInt n_live;
-static UInt core_owner[1024]; /* live threads per core */
-static ULong next_snapshot[1024];
+static UInt core_owner[SL_MAX_CORES]; /* live threads per core */
+static ULong next_snapshot[SL_MAX_CORES];
 static ULong timeline_tq;
 static Int main_pid;
 static ULong samples_written;
@@ -286,6 +307,7 @@ typedef struct {
    UShort counts[3]; /* IT_ALU: DP, ASE, VFP ops among them */
    SlSrc src;       /* deps as sources, for the replay */
    UChar obj_hint;  /* loads/stores: the annotated object hit last (a hint, validated) */
+   UInt blk_hint;   /* loads/stores: the heap block slot hit last (a hint, validated) */
    SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
    Addr pc, target, fallthrough;
 } SlItem;
@@ -787,6 +809,7 @@ typedef struct {
 
 #define SL_MAX_OBJECTS 256
 static SlObject objects[SL_MAX_OBJECTS];
+static Bool warned_objects_full;
 static UInt n_objects;
 static Addr obj_lo = ~(Addr)0, obj_hi;
 
@@ -856,6 +879,286 @@ static SL_ALWAYS_INLINE void object_account_op(SlItem *it, Addr a, UInt size, Bo
    if (h < n_objects) it->obj_hint = (UChar)h;
 }
 
+
+/* ------------------------------------------------------------------------------------------ */
+/* heap blocks (allocation tracking, with ground truth per block)                             */
+
+/* Blocks of at least clo_alloc_min_bytes from the wrapped allocator calls (sl_preload.c) and
+ * the program's own anonymous mmaps. Each is logged (ALLOC, FREE) with its stack, and while it
+ * lives every access to it is counted exactly; the counts are written (BLOCK_TRUTH) when it
+ * ends. Live blocks do not overlap (the allocator's own mmaps are not blocks); an address
+ * allocated again while a block starts there ends that block first. */
+
+typedef struct {
+   Addr start;
+   Addr live_len;   /* size while live, 0 when the slot is free: a is in it iff a - start < live_len */
+   ULong id;        /* ALLOC record number, from 1 */
+   ULong size;
+   ULong loads, stores, load_bytes, store_bytes, l1d_misses;
+} SlBlock;
+
+static SlBlock *blk;        /* slots; a slot's index never changes while its block lives */
+static UInt blk_cap, blk_used; /* slots allocated, slots ever handed out */
+static UInt *blk_free;      /* free slots (a stack) */
+static UInt n_blk_free;
+static UInt *blk_sorted;    /* live slots by start address */
+static UInt n_blk_live;
+static Addr blk_lo = ~(Addr)0, blk_hi; /* covers every live block (not shrunk on free) */
+static ULong blk_next_id = 1;
+static ULong stat_blocks, stat_block_frees;
+
+/* The position in blk_sorted of the first live block starting above a. */
+static UInt blk_upper(Addr a)
+{
+   UInt lo = 0, hi = n_blk_live;
+   while (lo < hi) {
+      UInt mid = lo + (hi - lo) / 2;
+      if (blk[blk_sorted[mid]].start <= a) lo = mid + 1;
+      else hi = mid;
+   }
+   return lo;
+}
+
+/* The slot of the live block containing a, or blk_cap when none. */
+static UInt blk_find(Addr a)
+{
+   UInt p = blk_upper(a), s;
+   if (p == 0) return blk_cap;
+   s = blk_sorted[p - 1];
+   return a - blk[s].start < blk[s].live_len ? s : blk_cap;
+}
+
+static inline void block_count(SlBlock *b, UInt size, Bool store, SlLevel lvl)
+{
+   if (store) { b->stores++; b->store_bytes += size; }
+   else { b->loads++; b->load_bytes += size; }
+   if (lvl != SL_LVL_L1D) b->l1d_misses++;
+}
+
+/* Counts a memory op of the replay against the live block containing its address. */
+static SL_ALWAYS_INLINE void block_account_op(SlItem *it, Addr a, UInt size, Bool store,
+                                              SlLevel lvl)
+{
+   UInt h = it->blk_hint;
+   if (h < blk_cap && a - blk[h].start < blk[h].live_len) {
+      block_count(&blk[h], size, store, lvl);
+      return;
+   }
+   if (a < blk_lo || a >= blk_hi) return;
+   h = blk_find(a);
+   if (h < blk_cap) {
+      it->blk_hint = h;
+      block_count(&blk[h], size, store, lvl);
+   }
+}
+
+static void emit_block_truth(const SlBlock *b)
+{
+   if (!trace_enabled) return;
+   slt_begin(&trace, SLT_BLOCK_TRUTH);
+   slt_u64(&trace, b->id);
+   slt_u64(&trace, b->start);
+   slt_u64(&trace, b->size);
+   slt_u64(&trace, b->loads);
+   slt_u64(&trace, b->stores);
+   slt_u64(&trace, b->load_bytes);
+   slt_u64(&trace, b->store_bytes);
+   slt_u64(&trace, b->l1d_misses);
+   slt_end(&trace);
+}
+
+/* True when code address ip is in the C library or the dynamic loader: an mmap called from
+ * there is theirs (the loader's segments and allocations, thread stacks), not the program's,
+ * as for the LD_PRELOAD runtime, which sees only the program's own calls of mmap. */
+static Bool in_system_library(Addr ip)
+{
+   const HChar *obj, *base;
+   UInt i;
+   static const HChar *const libs[] = {"libc.so", "libc-", "ld-linux", "ld.so", "ld64.so",
+                                       "libpthread"};
+   if (!VG_(get_objname)(VG_(current_DiEpoch)(), ip, &obj) || !obj) return False;
+   base = VG_(strrchr)(obj, '/');
+   base = base ? base + 1 : obj;
+   for (i = 0; i < sizeof libs / sizeof libs[0]; i++)
+      if (VG_(strncmp)(base, libs[i], VG_(strlen)(libs[i])) == 0) return True;
+   return False;
+}
+
+/* Ends the live block in slot s: FREE (how), then its truth. */
+static void block_end(UInt s, UChar how)
+{
+   SlBlock *b = &blk[s];
+   UInt p;
+   SL_ASSERT(s < blk_cap && b->live_len);
+   if (trace_enabled) {
+      slt_begin(&trace, SLT_FREE);
+      slt_u8(&trace, how);
+      slt_u8(&trace, 0);
+      slt_u16(&trace, cur_core ? (UShort)cur_core->id : 0);
+      slt_u32(&trace, cur ? (UInt)cur->os_tid : 0);
+      slt_u64(&trace, cur_core ? core_ticks(cur_core) : 0);
+      slt_u64(&trace, b->id);
+      slt_u64(&trace, b->start);
+      slt_end(&trace);
+   }
+   emit_block_truth(b);
+   p = blk_upper(b->start);
+   SL_ASSERT(p > 0 && blk_sorted[p - 1] == s);
+   VG_(memmove)(&blk_sorted[p - 1], &blk_sorted[p], (n_blk_live - p) * sizeof(UInt));
+   n_blk_live--;
+   if (n_blk_live == 0) { blk_lo = ~(Addr)0; blk_hi = 0; }
+   b->live_len = 0;
+   blk_free[n_blk_free++] = s;
+   stat_block_frees++;
+}
+
+/* The slot of the live block with this id, or blk_cap. */
+static UInt blk_by_id(ULong id)
+{
+   UInt i;
+   for (i = 0; i < n_blk_live; i++)
+      if (blk[blk_sorted[i]].id == id) return blk_sorted[i];
+   return blk_cap;
+}
+
+static void blk_grow(void)
+{
+   UInt cap = blk_cap ? blk_cap * 2 : 256, i;
+   blk = VG_(realloc)("spelunk.blocks", blk, cap * sizeof(SlBlock));
+   blk_free = VG_(realloc)("spelunk.blocks", blk_free, cap * sizeof(UInt));
+   blk_sorted = VG_(realloc)("spelunk.blocks", blk_sorted, cap * sizeof(UInt));
+   for (i = blk_cap; i < cap; i++) VG_(memset)(&blk[i], 0, sizeof blk[i]);
+   blk_cap = cap;
+}
+
+/* A new block [a, a + size) allocated by kind (SL_ALLOC_*) on thread tid; frames_skip drops the
+ * innermost frames of its stack (the wrapper's own). */
+static void block_begin(ThreadId tid, UChar kind, Addr a, ULong size, UInt frames_skip)
+{
+   Addr ips[SL_MAX_ALLOC_FRAMES + 2];
+   UInt n, i, s, p;
+   SlBlock *b;
+   SlThread *th;
+   SlCore *c;
+   if (!clo_track_allocs || a == 0 || size == 0 || size < (ULong)clo_alloc_min_bytes) return;
+   if (a + size < a) return;
+   n = VG_(get_StackTrace)(tid, ips, (UInt)clo_alloc_stack_depth + frames_skip, NULL, NULL, 0);
+   if (n < frames_skip) frames_skip = n;
+   /* ips[0] is the system call in libc's mmap, ips[1] its caller */
+   if (kind == SL_ALLOC_MMAP && n > 1 && in_system_library(ips[1] - 1)) return;
+   s = blk_find(a);
+   if (s < blk_cap && blk[s].start == a) block_end(s, SL_FREE_SUPERSEDED);
+   if (n_blk_free == 0) {
+      if (blk_used == blk_cap) blk_grow();
+      blk_free[n_blk_free++] = blk_used++;
+   }
+   s = blk_free[--n_blk_free];
+   b = &blk[s];
+   VG_(memset)(b, 0, sizeof *b);
+   b->start = a;
+   b->size = size;
+   b->live_len = size;
+   b->id = blk_next_id++;
+   p = blk_upper(a);
+   VG_(memmove)(&blk_sorted[p + 1], &blk_sorted[p], (n_blk_live - p) * sizeof(UInt));
+   blk_sorted[p] = s;
+   n_blk_live++;
+   if (a < blk_lo) blk_lo = a;
+   if (a + size > blk_hi) blk_hi = a + size;
+   stat_blocks++;
+   if (!trace_enabled) return;
+   th = tid < SL_MAX_THREADS && threads[tid].live ? &threads[tid] : NULL;
+   c = th ? sl_core(sys, th->core) : NULL;
+   slt_begin(&trace, SLT_ALLOC);
+   slt_u8(&trace, kind);
+   slt_u8(&trace, (UChar)(n - frames_skip));
+   slt_u16(&trace, c ? (UShort)c->id : 0);
+   slt_u32(&trace, th ? (UInt)th->os_tid : 0);
+   slt_u64(&trace, c ? core_ticks(c) : 0);
+   slt_u64(&trace, b->id);
+   slt_u64(&trace, a);
+   slt_u64(&trace, size);
+   /* VG_(get_StackTrace) gives the pc, then the last byte of each call instruction: written
+    * as return addresses (+1), the convention of the runtime's logs */
+   for (i = frames_skip; i < n; i++) slt_u64(&trace, (ULong)ips[i] + 1);
+   slt_end(&trace);
+}
+
+/* Ends the live block starting exactly at a, if any. */
+static void block_free_at(Addr a, UChar how)
+{
+   UInt s;
+   if (a == 0 || n_blk_live == 0) return;
+   s = blk_find(a);
+   if (s < blk_cap && blk[s].start == a) block_end(s, how);
+}
+
+/* munmap of [a, a + len): ends the blocks that start inside it. */
+static void blocks_unmap(Addr a, SizeT len)
+{
+   UInt p;
+   while (n_blk_live) {
+      p = blk_upper(a + len - 1);
+      if (p == 0) return;
+      if (blk[blk_sorted[p - 1]].start < a) return;
+      block_end(blk_sorted[p - 1], SL_FREE_MUNMAP);
+   }
+}
+
+static void blocks_finish(void)
+{
+   UInt i;
+   for (i = 0; i < n_blk_live; i++) emit_block_truth(&blk[blk_sorted[i]]);
+}
+
+/* A forked child's trace lists the blocks it allocates itself: the parent's are forgotten. */
+static void blocks_forget(void)
+{
+   UInt i;
+   for (i = 0; i < n_blk_live; i++) {
+      blk[blk_sorted[i]].live_len = 0;
+      blk_free[n_blk_free++] = blk_sorted[i];
+   }
+   n_blk_live = 0;
+   blk_lo = ~(Addr)0;
+   blk_hi = 0;
+}
+
+static void alloc_enter(ThreadId tid, SlThread *th, UWord kind, Addr ptr)
+{
+   UInt s;
+   (void)tid;
+   th->in_alloc++;
+   if (kind == SL_CALL_FREE) {
+      /* before the allocator can hand the address out again */
+      block_free_at(ptr, SL_FREE_FREE);
+   } else if (kind == SL_CALL_REALLOC) {
+      s = ptr ? blk_find(ptr) : blk_cap;
+      th->realloc_id = s < blk_cap && blk[s].start == ptr ? blk[s].id : 0;
+   }
+}
+
+static void alloc_done(ThreadId tid, SlThread *th, UWord kind, Addr res, ULong size)
+{
+   if (th->in_alloc) th->in_alloc--;
+   switch (kind) {
+   case SL_CALL_MALLOC: block_begin(tid, SL_ALLOC_MALLOC, res, size, 1); break;
+   case SL_CALL_CALLOC: block_begin(tid, SL_ALLOC_CALLOC, res, size, 1); break;
+   case SL_CALL_ALIGNED: block_begin(tid, SL_ALLOC_ALIGNED, res, size, 1); break;
+   case SL_CALL_REALLOC:
+      /* realloc(p, n) freed p when it returned a block, or when n is 0 */
+      if (th->realloc_id && (res || size == 0)) {
+         UInt s = blk_by_id(th->realloc_id);
+         if (s < blk_cap) block_end(s, SL_FREE_REALLOC);
+      }
+      th->realloc_id = 0;
+      block_begin(tid, SL_ALLOC_REALLOC, res, size, 1);
+      break;
+   default:
+      break;
+   }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* the per-superblock replay                                                                  */
 
@@ -881,6 +1184,7 @@ static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, 
    C = mem_op(c, &m, &lvl);
    if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
    if (n_objects) object_account_op(it, a, it->size, store, lvl);
+   if (n_blk_live) block_account_op(it, a, it->size, store, lvl);
 }
 
 static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
@@ -1604,6 +1908,11 @@ static Bool sl_handle_client_request(ThreadId tid, UWord *arg, UWord *ret)
          if (a < obj_lo) obj_lo = a;
          if (a + sz > obj_hi) obj_hi = a + sz;
          objects_update_disjoint();
+      } else if (sz && !warned_objects_full) {
+         /* the annotation is in the trace; only its exact counts are not kept */
+         warned_objects_full = True;
+         VG_(umsg)("spelunk: more than %u objects registered: exact accesses (OBJECT_TRUTH) are "
+                   "kept for the first %u only\n", SL_MAX_OBJECTS, SL_MAX_OBJECTS);
       }
       break;
    }
@@ -1628,6 +1937,12 @@ static Bool sl_handle_client_request(ThreadId tid, UWord *arg, UWord *ret)
          emit_annotation(SLA_TAG_MAPPING, cur->depth, arg[2], 0, name);
       break;
    }
+   case SPELUNK_CLREQ_ALLOC_ENTER:
+      alloc_enter(tid, cur, arg[1], arg[2]);
+      break;
+   case SPELUNK_CLREQ_ALLOC_DONE:
+      alloc_done(tid, cur, arg[1], arg[2], arg[3]);
+      break;
    default:
       return False;
    }
@@ -1651,6 +1966,7 @@ static void sl_new_mem_brk(Addr a, SizeT len, ThreadId tid)
 
 static void sl_die_mem_munmap(Addr a, SizeT len)
 {
+   if (n_blk_live && len) blocks_unmap(a, len);
    if (!trace_enabled) return;
    slt_begin(&trace, SLT_MUNMAP);
    slt_u64(&trace, a);
@@ -1704,7 +2020,7 @@ static void sl_pre_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArgs
 static void sl_post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArgs, SysRes res)
 {
    SlThread *th;
-   (void)nArgs; (void)res;
+   (void)nArgs;
    if (tid >= SL_MAX_THREADS) return;
    th = &threads[tid];
    if (!th->live) return;
@@ -1716,6 +2032,11 @@ static void sl_post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArg
          sl_core_sync_clock(sl_core(sys, th->core), max_live_clock());
    }
    switch (syscallno) {
+   case __NR_mmap:
+      /* the program's own anonymous mappings (the allocator's are inside its blocks) */
+      if (!sr_isError(res) && !th->in_alloc && (args[3] & VKI_MAP_ANONYMOUS))
+         block_begin(tid, SL_ALLOC_MMAP, sr_Res(res), args[1], 0);
+      break;
    case __NR_prctl:
       if (args[0] == 15 /* PR_SET_NAME */) {
          copy_client_str(args[1], th->name, sizeof th->name);
@@ -1783,6 +2104,7 @@ static void sl_atfork_child(ThreadId tid)
          sl_core_rebase_ops(c);
       }
    }
+   blocks_forget();
    VG_(snprintf)(child_path, sizeof child_path, "%s.%d", clo_out, main_pid);
    open_trace(child_path);
    emit_initial_mappings();
@@ -1845,6 +2167,7 @@ static void sl_fini(Int exitcode)
          slt_bytes(&trace, o->name, sl_strnlen(o->name, sizeof o->name));
          slt_end(&trace);
       }
+      blocks_finish();
       slt_begin(&trace, SLT_END);
       (void)exitcode; /* Valgrind passes 0 here; the status comes from exit_group */
       slt_u32(&trace, exit_status);
@@ -1857,9 +2180,9 @@ static void sl_fini(Int exitcode)
       if (VG_(clo_verbosity) > 1)
          VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s; %llu scheduling slices, "
                    "%llu thread switches, %llu forced yields (%llu with sched_yield); %llu "
-                   "translations instrumented, %llu discarded\n",
+                   "translations instrumented, %llu discarded; %llu heap blocks, %llu ended\n",
                    samples_written, trace.written, clo_out, stat_slices, stat_switches, stat_yields,
-                   stat_os_yields, stat_sb_made, stat_sb_freed);
+                   stat_os_yields, stat_sb_made, stat_sb_freed, stat_blocks, stat_block_frees);
       VG_(close)(trace.fd);
    }
 }

@@ -147,7 +147,7 @@ const HChar *sl_config_check(SlConfig *c)
    if (c->bp_table_bits < 4 || c->bp_table_bits > 24 || c->bp_hist_bits > c->bp_table_bits)
       return "branch predictor size out of range";
    if (!is_pow2(c->btb_entries) || c->ras_entries == 0) return "BTB/RAS sizes out of range";
-   if (c->max_cores == 0 || c->max_cores > 1024) return "core count out of range";
+   if (c->max_cores == 0 || c->max_cores > SL_MAX_CORES) return "core count out of range";
    if (c->spe_interval < 256) return "sampling interval below 256";
    c->spe_interval &= ~255u; /* PMSIRR_EL1.INTERVAL is in units of 256 ([SPE methodology §4.2.4]) */
    if (c->spe_counter_bits < 8 || c->spe_counter_bits > 16) return "counter width out of range";

@@ -23,6 +23,10 @@ typedef unsigned __int128 SlDeps;
 #define SL_LINE_SHIFT 6u
 #define SL_LINE 64u
 
+/* Most virtual cores a run may have (--cores): bounds the model's core table and the tool's
+ * per-core arrays alike. */
+#define SL_MAX_CORES 1024u
+
 /* ---- PMU events (architected codes, Arm's N1 PMU event list, ARM-software/data pmu/neoverse-n1.json)
  * and spelunk ground-truth counters (codes >= 0x80000000, never produced by hardware). */
 typedef enum {

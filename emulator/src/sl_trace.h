@@ -8,7 +8,7 @@
 
 #define SLT_MAGIC "SPLKEMUT"
 #define SLT_VERSION_MAJOR 1
-#define SLT_VERSION_MINOR 0
+#define SLT_VERSION_MINOR 1
 
 enum {
    SLT_CONFIG = 1,
@@ -24,6 +24,26 @@ enum {
    SLT_COUNTERS = 11,
    SLT_OBJECT_TRUTH = 12,
    SLT_END = 13,
+   SLT_ALLOC = 14,       /* 1.1 */
+   SLT_FREE = 15,        /* 1.1 */
+   SLT_BLOCK_TRUTH = 16, /* 1.1 */
+};
+
+/* ALLOC kinds */
+enum {
+   SL_ALLOC_MALLOC = 1,
+   SL_ALLOC_CALLOC = 2,
+   SL_ALLOC_REALLOC = 3,
+   SL_ALLOC_ALIGNED = 4,
+   SL_ALLOC_MMAP = 5,
+};
+
+/* FREE kinds: how a block ended */
+enum {
+   SL_FREE_FREE = 1,
+   SL_FREE_REALLOC = 2,
+   SL_FREE_MUNMAP = 3,
+   SL_FREE_SUPERSEDED = 4, /* allocated again while the tool still had it live */
 };
 
 /* annotation kinds */

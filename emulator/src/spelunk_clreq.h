@@ -22,6 +22,21 @@ enum {
    SPELUNK_CLREQ_OBJECT_FREE,
    /* (const char *name, const void *addr_in_mapping) */
    SPELUNK_CLREQ_TAG_MAPPING,
+   /* Allocator calls, from the wrappers of sl_preload.c: ENTER before the call is passed to
+    * the allocator, DONE after it returned (never nested within one thread).
+    * ENTER (SlAllocCall kind, void *ptr: the block freed or reallocated, else NULL) */
+   SPELUNK_CLREQ_ALLOC_ENTER,
+   /* DONE (SlAllocCall kind, void *result, size_t size: the bytes asked for) */
+   SPELUNK_CLREQ_ALLOC_DONE,
+};
+
+/* The allocator call of an ALLOC_ENTER / ALLOC_DONE pair. */
+enum {
+   SL_CALL_MALLOC = 1,
+   SL_CALL_CALLOC = 2,
+   SL_CALL_REALLOC = 3,
+   SL_CALL_ALIGNED = 4, /* posix_memalign, aligned_alloc, memalign, valloc, pvalloc */
+   SL_CALL_FREE = 6,
 };
 
 #endif

@@ -1,5 +1,5 @@
 //! Heap blocks to allocation sites: the label (`file:line (function)`) of the call that
-//! allocated each block the LD_PRELOAD runtime logged (sidecar `allocations`).
+//! allocated each block the LD_PRELOAD runtime or the emulator logged (sidecar `allocations`).
 //!
 //! A block's stack holds return addresses, innermost first. The allocating call is the first
 //! frame outside the allocator's own libraries (libc, libstdc++'s operator new, spelunk's

@@ -21,7 +21,7 @@ use std::sync::Arc;
 pub enum ObjectKind {
     /// Named through the annotation API.
     Annotated,
-    /// A heap block (or anonymous mmap) the LD_PRELOAD runtime logged with its allocation
+    /// A heap block (or anonymous mmap) the LD_PRELOAD runtime or the emulator logged with its allocation
     /// site; named by the site (`file:line (function)`).
     Allocation,
     /// A global or static variable.

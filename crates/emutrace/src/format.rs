@@ -28,6 +28,10 @@ pub mod record_type {
     pub const COUNTERS: u16 = 11;
     pub const OBJECT_TRUTH: u16 = 12;
     pub const END: u16 = 13;
+    /// Version 1.1: heap blocks.
+    pub const ALLOC: u16 = 14;
+    pub const FREE: u16 = 15;
+    pub const BLOCK_TRUTH: u16 = 16;
 }
 
 /// Name of a record type for messages.
@@ -47,6 +51,9 @@ pub fn record_name(t: u16) -> &'static str {
         COUNTERS => "COUNTERS",
         OBJECT_TRUTH => "OBJECT_TRUTH",
         END => "END",
+        ALLOC => "ALLOC",
+        FREE => "FREE",
+        BLOCK_TRUTH => "BLOCK_TRUTH",
         _ => "unknown",
     }
 }
@@ -67,6 +74,9 @@ pub mod fixed_len {
     pub const COUNTERS: usize = 32;
     pub const OBJECT_TRUTH: usize = 56;
     pub const END: usize = 24;
+    pub const ALLOC: usize = 40;
+    pub const FREE: usize = 32;
+    pub const BLOCK_TRUTH: usize = 64;
 }
 
 /// SAMPLE flag bits: which optional fields are valid.

@@ -24,7 +24,7 @@ pub use error::{TraceError, TraceErrorKind};
 pub use reader::TraceReader;
 pub use trace::{PhaseSpan, Trace};
 pub use types::{
-    Annotation, AnnotationKind, CounterDef, CounterSnapshot, EndInfo, Mapping, MemoryLevel,
-    ObjectTruth, ProcessInfo, Record, RunConfig, Sample, SnapshotReason, ThreadExit, ThreadName,
-    ThreadStart, Unmapping,
+    Alloc, AllocKind, Annotation, AnnotationKind, BlockTruth, CounterDef, CounterSnapshot, EndInfo,
+    ExactAccesses, Free, FreeKind, Mapping, MemoryLevel, ObjectTruth, ProcessInfo, Record,
+    RunConfig, Sample, SnapshotReason, ThreadExit, ThreadName, ThreadStart, Unmapping,
 };

@@ -457,12 +457,88 @@ pub(crate) fn object_truth(p: &[u8]) -> Result<ObjectTruth, TraceErrorKind> {
     Ok(ObjectTruth {
         addr: c.u64().ok_or_else(e)?,
         size: c.u64().ok_or_else(e)?,
-        loads: c.u64().ok_or_else(e)?,
-        stores: c.u64().ok_or_else(e)?,
-        load_bytes: c.u64().ok_or_else(e)?,
-        store_bytes: c.u64().ok_or_else(e)?,
-        l1d_misses: c.u64().ok_or_else(e)?,
+        accesses: exact_accesses(&mut c).ok_or_else(e)?,
         name: c.rest_string(),
+    })
+}
+
+pub(crate) fn alloc(p: &[u8]) -> Result<Alloc, TraceErrorKind> {
+    check_len("ALLOC", p, fixed_len::ALLOC)?;
+    let mut c = Cursor::new(p);
+    let e = || too_short("ALLOC", p.len(), fixed_len::ALLOC);
+    let kind = AllocKind::from_u8(c.u8().ok_or_else(e)?);
+    let frames = usize::from(c.u8().ok_or_else(e)?);
+    let core = c.u16().ok_or_else(e)?;
+    let tid = c.u32().ok_or_else(e)?;
+    let timestamp = c.u64().ok_or_else(e)?;
+    let id = c.u64().ok_or_else(e)?;
+    let addr = c.u64().ok_or_else(e)?;
+    let size = c.u64().ok_or_else(e)?;
+    let need = fixed_len::ALLOC + frames * 8;
+    if p.len() < need {
+        return Err(malformed(
+            "ALLOC",
+            format!("{frames} frames need {need} bytes, payload has {}", p.len()),
+        ));
+    }
+    let mut stack = Vec::with_capacity(frames);
+    for _ in 0..frames {
+        stack.push(c.u64().unwrap_or(0));
+    }
+    Ok(Alloc {
+        kind,
+        core,
+        tid,
+        timestamp,
+        id,
+        addr,
+        size,
+        stack,
+    })
+}
+
+pub(crate) fn free(p: &[u8]) -> Result<Free, TraceErrorKind> {
+    check_len("FREE", p, fixed_len::FREE)?;
+    let mut c = Cursor::new(p);
+    let e = || too_short("FREE", p.len(), fixed_len::FREE);
+    let kind = match c.u8().ok_or_else(e)? {
+        1 => FreeKind::Free,
+        2 => FreeKind::Realloc,
+        3 => FreeKind::Munmap,
+        4 => FreeKind::Superseded,
+        o => FreeKind::Other(o),
+    };
+    let _ = c.u8();
+    Ok(Free {
+        kind,
+        core: c.u16().ok_or_else(e)?,
+        tid: c.u32().ok_or_else(e)?,
+        timestamp: c.u64().ok_or_else(e)?,
+        id: c.u64().ok_or_else(e)?,
+        addr: c.u64().ok_or_else(e)?,
+    })
+}
+
+pub(crate) fn block_truth(p: &[u8]) -> Result<BlockTruth, TraceErrorKind> {
+    check_len("BLOCK_TRUTH", p, fixed_len::BLOCK_TRUTH)?;
+    let mut c = Cursor::new(p);
+    let e = || too_short("BLOCK_TRUTH", p.len(), fixed_len::BLOCK_TRUTH);
+    Ok(BlockTruth {
+        id: c.u64().ok_or_else(e)?,
+        addr: c.u64().ok_or_else(e)?,
+        size: c.u64().ok_or_else(e)?,
+        accesses: exact_accesses(&mut c).ok_or_else(e)?,
+    })
+}
+
+/// The five counts OBJECT_TRUTH and BLOCK_TRUTH share, in FORMAT.md's order.
+fn exact_accesses(c: &mut Cursor<'_>) -> Option<ExactAccesses> {
+    Some(ExactAccesses {
+        loads: c.u64()?,
+        stores: c.u64()?,
+        load_bytes: c.u64()?,
+        store_bytes: c.u64()?,
+        l1d_misses: c.u64()?,
     })
 }
 

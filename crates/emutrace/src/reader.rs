@@ -304,6 +304,9 @@ impl<R: Read> TraceReader<R> {
             COUNTERS => Record::Counters(parse::counters(p, self.schema.as_ref())?),
             OBJECT_TRUTH => Record::ObjectTruth(parse::object_truth(p)?),
             END => Record::End(parse::end(p)?),
+            ALLOC => Record::Alloc(parse::alloc(p)?),
+            FREE => Record::Free(parse::free(p)?),
+            BLOCK_TRUTH => Record::BlockTruth(parse::block_truth(p)?),
             other => Record::Unknown {
                 record_type: other,
                 offset: start,

@@ -25,6 +25,10 @@ pub struct Trace {
     pub counters: Vec<CounterSnapshot>,
     pub objects: Vec<ObjectTruth>,
     pub end: Option<EndInfo>,
+    /// Heap blocks (version 1.1): allocations, their ends, and exact accesses per block.
+    pub allocs: Vec<Alloc>,
+    pub frees: Vec<Free>,
+    pub blocks: Vec<BlockTruth>,
     /// Records of types this reader does not know, as (type, offset).
     pub unknown: Vec<(u16, u64)>,
 }
@@ -90,6 +94,9 @@ impl Trace {
                 Record::Counters(c) => t.counters.push(c),
                 Record::ObjectTruth(o) => t.objects.push(o),
                 Record::End(e) => t.end = Some(e),
+                Record::Alloc(a) => t.allocs.push(a),
+                Record::Free(f) => t.frees.push(f),
+                Record::BlockTruth(b) => t.blocks.push(b),
                 Record::Unknown {
                     record_type,
                     offset,

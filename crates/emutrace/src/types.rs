@@ -323,17 +323,111 @@ impl CounterSnapshot {
     }
 }
 
+/// Every access the emulator counted to one object or heap block (the counts of OBJECT_TRUTH
+/// and BLOCK_TRUTH records).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExactAccesses {
+    pub loads: u64,
+    pub stores: u64,
+    pub load_bytes: u64,
+    pub store_bytes: u64,
+    /// Accesses that missed L1D.
+    pub l1d_misses: u64,
+}
+
 /// Exact access counts of an annotated object over the whole run (OBJECT_TRUTH record).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ObjectTruth {
     pub addr: u64,
     pub size: u64,
-    pub loads: u64,
-    pub stores: u64,
-    pub load_bytes: u64,
-    pub store_bytes: u64,
-    pub l1d_misses: u64,
+    pub accesses: ExactAccesses,
     pub name: String,
+}
+
+/// How a heap block was allocated (ALLOC record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocKind {
+    Malloc,
+    Calloc,
+    Realloc,
+    /// posix_memalign, aligned_alloc, memalign, valloc, pvalloc.
+    Aligned,
+    /// The program's own anonymous mmap.
+    Mmap,
+    Other(u8),
+}
+
+impl AllocKind {
+    pub fn from_u8(v: u8) -> AllocKind {
+        match v {
+            1 => AllocKind::Malloc,
+            2 => AllocKind::Calloc,
+            3 => AllocKind::Realloc,
+            4 => AllocKind::Aligned,
+            5 => AllocKind::Mmap,
+            o => AllocKind::Other(o),
+        }
+    }
+
+    /// The name the sidecar uses (the runtime's names).
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocKind::Malloc => "malloc",
+            AllocKind::Calloc => "calloc",
+            AllocKind::Realloc => "realloc",
+            AllocKind::Aligned => "aligned",
+            AllocKind::Mmap => "mmap",
+            AllocKind::Other(_) => "other",
+        }
+    }
+}
+
+/// A heap block the program allocated (ALLOC record, version 1.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alloc {
+    pub kind: AllocKind,
+    pub core: u16,
+    pub tid: u32,
+    pub timestamp: u64,
+    /// Numbers the blocks of a trace from 1; FREE and BLOCK_TRUTH refer to it.
+    pub id: u64,
+    pub addr: u64,
+    pub size: u64,
+    /// Return addresses (the address after each call instruction), innermost first; the
+    /// allocator wrapper's own frame is removed, so the first is the allocating call's, which
+    /// may be inside the C library (e.g. stdio allocating its buffer).
+    pub stack: Vec<u64>,
+}
+
+/// How a heap block ended (FREE record).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeKind {
+    Free,
+    Realloc,
+    Munmap,
+    /// Allocated again while the emulator still had it live.
+    Superseded,
+    Other(u8),
+}
+
+/// The end of a heap block (FREE record, version 1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Free {
+    pub kind: FreeKind,
+    pub core: u16,
+    pub tid: u32,
+    pub timestamp: u64,
+    pub id: u64,
+    pub addr: u64,
+}
+
+/// Exact accesses to one heap block over its life (BLOCK_TRUTH record, version 1.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockTruth {
+    pub id: u64,
+    pub addr: u64,
+    pub size: u64,
+    pub accesses: ExactAccesses,
 }
 
 /// The last record of a complete trace.
@@ -370,6 +464,9 @@ pub enum Record {
     Counters(CounterSnapshot),
     ObjectTruth(ObjectTruth),
     End(EndInfo),
+    Alloc(Alloc),
+    Free(Free),
+    BlockTruth(BlockTruth),
     /// A record type this reader does not know (skipped by its length).
     Unknown {
         record_type: u16,

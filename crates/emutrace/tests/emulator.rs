@@ -439,12 +439,12 @@ fn stream_threads_phases_objects_and_exact_object_truth() {
     // exact per-object truth: a is stored by init and by every triad, loaded by copy and add
     let a = t.objects.iter().find(|o| o.name == "a").expect("object a");
     assert_eq!(a.size, n * 8);
-    assert_eq!(a.store_bytes, (1 + iters) * n * 8);
+    assert_eq!(a.accesses.store_bytes, (1 + iters) * n * 8);
     let loads_expected = 2 * iters * n * 8;
     assert!(
-        a.load_bytes >= loads_expected && a.load_bytes <= loads_expected + 17 * 8,
+        a.accesses.load_bytes >= loads_expected && a.accesses.load_bytes <= loads_expected + 17 * 8,
         "a loaded {} bytes, expected {loads_expected} (+ validation)",
-        a.load_bytes
+        a.accesses.load_bytes
     );
     let end = t.end.expect("complete trace");
     assert!(end.exit_status_known() && end.exit_status == 0);

@@ -3,7 +3,8 @@
 //! error with the right offset and never a panic.
 
 use spelunk_emutrace::{
-    events, AnnotationKind, MemoryLevel, Record, SnapshotReason, Trace, TraceErrorKind, TraceReader,
+    events, AllocKind, AnnotationKind, FreeKind, MemoryLevel, Record, SnapshotReason, Trace,
+    TraceErrorKind, TraceReader,
 };
 use spelunk_spe::{decode_records, Event, RecordLayout};
 
@@ -445,4 +446,74 @@ fn damaged_traces_never_panic() {
         }
         let _ = TraceReader::new(&b[..], "fuzz").and_then(Trace::from_reader);
     }
+}
+
+/// Version 1.1's heap-block records, built from FORMAT.md "Heap blocks": every field in place,
+/// a frame count the payload cannot hold refused with the record's offset.
+#[test]
+fn heap_block_records_of_version_1_1() {
+    let mut t = header();
+    t[10] = 1; // minor 1
+    record(&mut t, 1, &config_payload());
+    let mut a = W::default();
+    a.u8(5).u8(2).u16(7).u32(4242).u64(1000);
+    a.u64(1).u64(0x7f00_0000_0000).u64(1 << 20);
+    a.u64(0x5555_0000_1234).u64(0x5555_0000_5678);
+    record(&mut t, 14, &a.0);
+    let mut f = W::default();
+    f.u8(3)
+        .u8(0)
+        .u16(7)
+        .u32(4242)
+        .u64(2000)
+        .u64(1)
+        .u64(0x7f00_0000_0000);
+    record(&mut t, 15, &f.0);
+    let mut b = W::default();
+    for v in [1, 0x7f00_0000_0000, 1 << 20, 10, 20, 80, 160, 3] {
+        b.u64(v);
+    }
+    record(&mut t, 16, &b.0);
+    let trace = Trace::from_reader(TraceReader::new(&t[..], "heap").unwrap()).unwrap();
+    assert_eq!(trace.allocs.len(), 1);
+    let al = &trace.allocs[0];
+    assert_eq!(al.kind, AllocKind::Mmap);
+    assert_eq!((al.core, al.tid, al.timestamp), (7, 4242, 1000));
+    assert_eq!((al.id, al.addr, al.size), (1, 0x7f00_0000_0000, 1 << 20));
+    assert_eq!(al.stack, vec![0x5555_0000_1234, 0x5555_0000_5678]);
+    let fr = &trace.frees[0];
+    assert_eq!(fr.kind, FreeKind::Munmap);
+    assert_eq!((fr.timestamp, fr.id, fr.addr), (2000, 1, 0x7f00_0000_0000));
+    let bt = &trace.blocks[0];
+    assert_eq!((bt.id, bt.addr, bt.size), (1, 0x7f00_0000_0000, 1 << 20));
+    let want = spelunk_emutrace::ExactAccesses {
+        loads: 10,
+        stores: 20,
+        load_bytes: 80,
+        store_bytes: 160,
+        l1d_misses: 3,
+    };
+    assert_eq!(bt.accesses, want);
+
+    // three frames announced, two present
+    let mut t = header();
+    record(&mut t, 1, &config_payload());
+    let at = t.len() as u64;
+    let mut a = W::default();
+    a.u8(1)
+        .u8(3)
+        .u16(0)
+        .u32(1)
+        .u64(0)
+        .u64(1)
+        .u64(0x1000)
+        .u64(4096);
+    a.u64(1).u64(2);
+    record(&mut t, 14, &a.0);
+    let mut r = TraceReader::new(&t[..], "frames").unwrap();
+    r.next_record().unwrap();
+    let e = r.next_record().err().unwrap();
+    assert!(matches!(e.kind, TraceErrorKind::Malformed { .. }), "{e}");
+    assert!(e.to_string().contains("3 frames"), "{e}");
+    assert_eq!(e.offset, at);
 }

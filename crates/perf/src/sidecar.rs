@@ -42,8 +42,9 @@ pub struct NamedObject {
     pub kind: String,
 }
 
-/// A heap block (or anonymous mmap) logged by the LD_PRELOAD runtime with its allocation
-/// call stack (return addresses, innermost first; the first is in the allocating function).
+/// A heap block (or anonymous mmap) logged by the LD_PRELOAD runtime or the emulator with its
+/// allocation call stack (return addresses, innermost first; the first frames may be inside
+/// the allocator, whose libraries the analysis skips).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Allocation {
     pub pid: u32,
@@ -235,23 +236,45 @@ pub struct CapacityTimeline {
     pub notes: Vec<String>,
 }
 
+/// Every access the emulator counted to one object or heap block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ExactAccesses {
+    pub loads: u64,
+    pub stores: u64,
+    pub load_bytes: u64,
+    pub store_bytes: u64,
+    /// Accesses that missed L1D.
+    pub l1d_misses: u64,
+}
+
 /// Exact accesses to one annotated object (emulator ground truth).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ObjectTruth {
     pub name: String,
     pub address: u64,
     pub size: u64,
-    pub loads: u64,
-    pub stores: u64,
-    pub load_bytes: u64,
-    pub store_bytes: u64,
-    pub l1d_misses: u64,
+    #[serde(flatten)]
+    pub accesses: ExactAccesses,
+}
+
+/// Exact accesses to one heap block over its life (emulator ground truth); the block is the
+/// entry of [`Sidecar::allocations`] with the same `address` and `from_ns`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct BlockTruth {
+    pub address: u64,
+    pub from_ns: u64,
+    pub size: u64,
+    #[serde(flatten)]
+    pub accesses: ExactAccesses,
 }
 
 /// What the emulator knows exactly.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct GroundTruth {
     pub objects: Vec<ObjectTruth>,
+    /// Heap blocks (left out of the file when there are none, so older sidecars are unchanged).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<BlockTruth>,
     /// Named totals (e.g. SAMPLE_POP, loads per level) over the run.
     pub totals: BTreeMap<String, u64>,
 }
@@ -272,8 +295,8 @@ pub struct Sidecar {
     pub objects: Vec<NamedObject>,
     pub counters: Counters,
     pub truth: Option<GroundTruth>,
-    /// Heap blocks by allocation site (the LD_PRELOAD runtime; empty otherwise, and then left
-    /// out of the file, so sidecars without allocations are unchanged).
+    /// Heap blocks by allocation site (the LD_PRELOAD runtime, or the emulator; empty otherwise,
+    /// and then left out of the file, so sidecars without allocations are unchanged).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allocations: Vec<Allocation>,
     /// Resident memory over time (`spelunk record --no-spe`; absent otherwise, and then left

@@ -18,7 +18,8 @@ use spelunk_emutrace::{
     TraceError, TraceReader,
 };
 use spelunk_perf::sidecar::{
-    CounterSnapshot as SidecarSnapshot, GroundTruth, NamedObject, ObjectTruth, Phase, Sidecar,
+    Allocation, BlockTruth, CounterSnapshot as SidecarSnapshot, ExactAccesses, GroundTruth,
+    NamedObject, ObjectTruth, Phase, Sidecar,
 };
 use spelunk_perf::{
     AuxFlags, Mmap2, MmapFileId, PerfError, RecordingSpec, SpeConfig, SpeRecordingWriter, Task,
@@ -84,6 +85,9 @@ struct Scan {
     annotations: Vec<Annotation>,
     snapshots: Vec<spelunk_emutrace::CounterSnapshot>,
     truths: Vec<spelunk_emutrace::ObjectTruth>,
+    allocs: Vec<spelunk_emutrace::Alloc>,
+    frees: Vec<spelunk_emutrace::Free>,
+    blocks: Vec<spelunk_emutrace::BlockTruth>,
     end: Option<spelunk_emutrace::EndInfo>,
     samples_per_core: BTreeMap<u32, u64>,
     first_sample_tick: Option<u64>,
@@ -128,6 +132,9 @@ fn scan(trace: &Path) -> Result<Scan, ConvertError> {
             Record::Counters(c) => s.snapshots.push(c),
             Record::ObjectTruth(o) => s.truths.push(o),
             Record::End(e) => s.end = Some(e),
+            Record::Alloc(a) => s.allocs.push(a),
+            Record::Free(f) => s.frees.push(f),
+            Record::BlockTruth(b) => s.blocks.push(b),
             Record::Unknown { .. } => s.unknown += 1,
         }
     }
@@ -600,13 +607,10 @@ fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64
             name: o.name.clone(),
             address: o.addr,
             size: o.size,
-            loads: o.loads,
-            stores: o.stores,
-            load_bytes: o.load_bytes,
-            store_bytes: o.store_bytes,
-            l1d_misses: o.l1d_misses,
+            accesses: exact(o.accesses),
         })
         .collect();
+    heap_blocks(s, pid, ns, &mut sc, &mut truth);
     if let Some(e) = s.end {
         truth
             .totals
@@ -620,6 +624,61 @@ fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64
     }
     sc.truth = Some(truth);
     sc
+}
+
+/// The heap blocks the emulator logged (ALLOC/FREE), with the exact accesses of each
+/// (BLOCK_TRUTH): the same `allocations` the LD_PRELOAD runtime's logs give on hardware.
+fn heap_blocks(
+    s: &Scan,
+    pid: u32,
+    ns: &dyn Fn(u64) -> u64,
+    sc: &mut Sidecar,
+    truth: &mut GroundTruth,
+) {
+    let ended: HashMap<u64, u64> = s.frees.iter().map(|f| (f.id, f.timestamp)).collect();
+    let mut start_of: HashMap<u64, (u64, u64)> = HashMap::with_capacity(s.allocs.len());
+    sc.allocations = s
+        .allocs
+        .iter()
+        .map(|a| {
+            let from_ns = ns(a.timestamp);
+            start_of.insert(a.id, (a.addr, from_ns));
+            Allocation {
+                pid,
+                tid: a.tid,
+                address: a.addr,
+                size: a.size,
+                from_ns,
+                // a block the trace never ends lives to the end of the run
+                until_ns: ended.get(&a.id).map_or(u64::MAX, |&t| ns(t).max(from_ns)),
+                kind: a.kind.name().into(),
+                stack: a.stack.clone(),
+            }
+        })
+        .collect();
+    truth.blocks = s
+        .blocks
+        .iter()
+        .filter_map(|b| {
+            let &(address, from_ns) = start_of.get(&b.id)?;
+            Some(BlockTruth {
+                address,
+                from_ns,
+                size: b.size,
+                accesses: exact(b.accesses),
+            })
+        })
+        .collect();
+}
+
+fn exact(a: spelunk_emutrace::ExactAccesses) -> ExactAccesses {
+    ExactAccesses {
+        loads: a.loads,
+        stores: a.stores,
+        load_bytes: a.load_bytes,
+        store_bytes: a.store_bytes,
+        l1d_misses: a.l1d_misses,
+    }
 }
 
 fn hostname() -> String {

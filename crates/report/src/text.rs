@@ -335,7 +335,7 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
     if !r.allocation_sites.is_empty() {
         let _ = writeln!(
             o,
-            "\nData objects by allocation site (heap blocks the runtime logged; a sample counts \
+            "\nData objects by allocation site (heap blocks logged at allocation; a sample counts \
              for the block live at its address and time)"
         );
         let mut tb = Table::new(&[
