@@ -9,7 +9,7 @@ use spelunk_perf::sidecar::Sidecar;
 use spelunk_pmu::catalog::{self, Catalog, Choice};
 use spelunk_pmu::compute::{Selection, StageFilter};
 use spelunk_pmu::detect::parse_cpu_list;
-use spelunk_pmu::import::parse_perf_stat;
+use spelunk_pmu::import::{parse_perf_stat, ImportInput};
 use spelunk_pmu::live::{CountTarget, CpuList, LiveOptions, LivePlan};
 use spelunk_pmu::report::{import_report, ImportOptions, Report, Source};
 use spelunk_pmu::sidecar::{self, SidecarTopdown};
@@ -198,7 +198,7 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
     if args.list {
         let choice =
             explicit_catalog(&args)?.context("--list needs --cpu-model NAME or --spec FILE")?;
-        print!("{}", list_catalog(&choice.catalog));
+        print!("{}", topdown_text::render_catalog(&choice.catalog));
         return Ok(ExitCode::SUCCESS);
     }
     if args.per_phase && !args.emulate && args.import.is_none() {
@@ -291,84 +291,9 @@ fn explicit_catalog(args: &TopdownArgs) -> anyhow::Result<Option<Choice>> {
     }
 }
 
-fn list_catalog(c: &Catalog) -> String {
-    let mut s = format!(
-        "{} ({}), {} slots/cycle, from {}\n",
-        c.product_name,
-        c.id,
-        c.num_slots.map(|n| n.to_string()).unwrap_or("?".into()),
-        c.origin
-    );
-    for g in &c.groups {
-        let st = match c.stage_of_group(&g.name) {
-            Some(spelunk_pmu::Stage::One) => "stage 1",
-            Some(spelunk_pmu::Stage::Two) => "stage 2",
-            None => "other",
-        };
-        s += &format!("\n{} [{st}]: {}\n", g.name, g.description);
-        for m in &g.metrics {
-            if let Some(m) = c.metrics.get(m) {
-                s += &format!("  {:<32} {}  [{}]\n", m.name, m.expr, m.units);
-            }
-        }
-    }
-    s
-}
-
-/// What `--import FILE` holds.
-enum ImportInput {
-    PerfStat(String),
-    /// The sidecar and the path it was read from.
-    Sidecar(Box<Sidecar>, PathBuf),
-}
-
-/// Reads `--import FILE`: a sidecar (JSON), a perf.data (its sidecar next to it) or
-/// `perf stat -x` text.
-fn read_import(file: &Path) -> anyhow::Result<ImportInput> {
-    let ctx = || format!("reading --import {}", file.display());
-    spelunk_fsio::regular_file(file).with_context(ctx)?;
-    let mut magic = [0u8; 8];
-    let is_perf_data = {
-        use std::io::Read;
-        let mut f = std::fs::File::open(file).with_context(ctx)?;
-        f.read_exact(&mut magic).is_ok() && &magic == b"PERFILE2"
-    };
-    if is_perf_data {
-        let side = Sidecar::path_for(file);
-        if !side.exists() {
-            bail!(
-                "{}: a perf.data without a spelunk sidecar ({} does not exist): spelunk topdown \
-                 reads counts from the sidecar `spelunk record --emulate` writes, or from \
-                 `perf stat -x,` output",
-                file.display(),
-                side.display()
-            );
-        }
-        let sc = Sidecar::read(&side)?;
-        return Ok(ImportInput::Sidecar(Box::new(sc), side));
-    }
-    let bytes = spelunk_fsio::read_bounded(file, MAX_TEXT_INPUT_BYTES).with_context(ctx)?;
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'{') {
-        return Ok(ImportInput::Sidecar(
-            Box::new(Sidecar::read(file)?),
-            file.to_path_buf(),
-        ));
-    }
-    let text = String::from_utf8(bytes).map_err(|e| {
-        anyhow::anyhow!(
-            "{}: neither a spelunk sidecar, a perf.data nor `perf stat -x` text (not UTF-8 at \
-             byte {})",
-            file.display(),
-            e.utf8_error().valid_up_to()
-        )
-    })?;
-    Ok(ImportInput::PerfStat(text))
-}
-
 fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
     let name = file.display().to_string();
-    match read_import(file)? {
+    match ImportInput::read(file).context("--import")? {
         ImportInput::PerfStat(text) => {
             let choice = explicit_catalog(args)?.context(
                 "--import of perf stat output needs the CPU the counts were taken on: --cpu-model NAME \
@@ -512,7 +437,7 @@ mod tests {
         assert!(err.contains("missing.csv"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
         let c = catalog::by_name("neoverse-v2").unwrap().catalog;
-        let l = list_catalog(&c);
+        let l = topdown_text::render_catalog(&c);
         assert!(l.contains("Topdown_L1 [stage 1]"), "{l}");
         assert!(l.contains("SLOTS"), "{l}");
     }

@@ -359,10 +359,7 @@ impl Recording {
 /// ...` when it is (cut short, a record cut off or malformed), else nothing. For the
 /// "no samples" errors, so a cut file is never reported as merely empty.
 pub fn damage_note(file: &PerfDataFile) -> String {
-    match file.damage() {
-        Some(p) => format!("; the recording is damaged: {}", p.message),
-        None => String::new(),
-    }
+    file.damage_note()
 }
 
 #[cfg(test)]

@@ -1182,7 +1182,7 @@ impl PerfDataFile {
     /// holds none (SPE never wrote a buffer, or the file is damaged before any), as decoding
     /// it would give nothing.
     pub fn require_spe_data(&self) -> Result<u64, PerfError> {
-        let bytes = self.aux_streams.iter().map(|s| s.bytes()).sum();
+        let bytes = self.spe_data_bytes();
         if bytes == 0 {
             if let Some(p) = self.damage() {
                 return Err(PerfError::DamagedBeforeSpeData {
@@ -1253,6 +1253,19 @@ impl PerfDataFile {
     /// The first problem that means the file is damaged — cut short, a record cut off, a
     /// record whose size cannot be right, a header perf never finished — rather than only
     /// unusual (an unreadable feature section, compressed records).
+    /// The SPE bytes of every AUX stream.
+    pub fn spe_data_bytes(&self) -> u64 {
+        self.aux_streams.iter().map(|s| s.bytes()).sum()
+    }
+
+    /// `"; the recording is damaged: ..."` for messages about a damaged file, else empty.
+    pub fn damage_note(&self) -> String {
+        match self.damage() {
+            Some(p) => format!("; the recording is damaged: {}", p.message),
+            None => String::new(),
+        }
+    }
+
     pub fn damage(&self) -> Option<&Problem> {
         self.summary.problems.iter().find(|p| {
             matches!(

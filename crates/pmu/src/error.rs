@@ -39,6 +39,11 @@ pub enum PmuError {
     },
     #[error("{0}")]
     Detect(String),
+    #[error(transparent)]
+    Sidecar(#[from] spelunk_perf::sidecar::SidecarError),
+    /// A file given to import that holds none of the importable kinds.
+    #[error("{path}: {message}", path = .path.display())]
+    NotImportable { path: PathBuf, message: String },
     #[error("unknown metric group or metric {name:?} for {cpu}; available groups: {known}")]
     UnknownSelection {
         name: String,

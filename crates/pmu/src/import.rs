@@ -378,6 +378,63 @@ fn parse_code(s: &str) -> Option<u16> {
     }
 }
 
+/// Largest `perf stat` output read whole (far above any real one).
+const MAX_PERF_STAT_BYTES: u64 = 256 << 20;
+
+/// What a file given to `spelunk topdown --import` holds.
+pub enum ImportInput {
+    /// `perf stat -x SEP` text, for [`parse_perf_stat`].
+    PerfStat(String),
+    /// A spelunk sidecar, and the path it was read from (next to a perf.data, or given itself).
+    Sidecar(Box<spelunk_perf::sidecar::Sidecar>, std::path::PathBuf),
+}
+
+impl ImportInput {
+    /// Reads a sidecar (JSON), a perf.data (its sidecar next to it) or `perf stat -x` text,
+    /// telling them apart by their first bytes.
+    pub fn read(file: &std::path::Path) -> Result<ImportInput, PmuError> {
+        use spelunk_perf::sidecar::Sidecar;
+        use std::io::Read;
+        let io = |source| PmuError::Io {
+            path: file.to_path_buf(),
+            source,
+        };
+        spelunk_fsio::regular_file(file).map_err(io)?;
+        let mut magic = [0u8; 8];
+        let mut f = std::fs::File::open(file).map_err(io)?;
+        if f.read_exact(&mut magic).is_ok() && &magic == b"PERFILE2" {
+            let side = Sidecar::path_for(file);
+            if !side.exists() {
+                return Err(PmuError::NotImportable {
+                    path: file.to_path_buf(),
+                    message: format!(
+                        "a perf.data without a spelunk sidecar ({} does not exist): spelunk \
+                         topdown reads counts from the sidecar `spelunk record --emulate` \
+                         writes, or from `perf stat -x,` output",
+                        side.display()
+                    ),
+                });
+            }
+            let sc = Sidecar::read(&side)?;
+            return Ok(ImportInput::Sidecar(Box::new(sc), side));
+        }
+        let bytes = spelunk_fsio::read_bounded(file, MAX_PERF_STAT_BYTES).map_err(io)?;
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{') {
+            let sc = Sidecar::read(file)?;
+            return Ok(ImportInput::Sidecar(Box::new(sc), file.to_path_buf()));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| PmuError::NotImportable {
+            path: file.to_path_buf(),
+            message: format!(
+                "neither a spelunk sidecar, a perf.data nor `perf stat -x` text (not UTF-8 at \
+                 byte {})",
+                e.utf8_error().valid_up_to()
+            ),
+        })?;
+        Ok(ImportInput::PerfStat(text))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

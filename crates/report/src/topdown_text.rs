@@ -353,3 +353,28 @@ pub fn render_json(r: &Report) -> String {
     serde_json::to_string_pretty(r)
         .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize report: {e}\"}}"))
 }
+
+/// `spelunk topdown --list`: the catalog's metric groups, their stage, and each metric's formula.
+pub fn render_catalog(c: &spelunk_pmu::Catalog) -> String {
+    let mut s = format!(
+        "{} ({}), {} slots/cycle, from {}\n",
+        c.product_name,
+        c.id,
+        c.num_slots.map(|n| n.to_string()).unwrap_or("?".into()),
+        c.origin
+    );
+    for g in &c.groups {
+        let st = match c.stage_of_group(&g.name) {
+            Some(spelunk_pmu::Stage::One) => "stage 1",
+            Some(spelunk_pmu::Stage::Two) => "stage 2",
+            None => "other",
+        };
+        s += &format!("\n{} [{st}]: {}\n", g.name, g.description);
+        for m in &g.metrics {
+            if let Some(m) = c.metrics.get(m) {
+                s += &format!("  {:<32} {}  [{}]\n", m.name, m.expr, m.units);
+            }
+        }
+    }
+    s
+}
