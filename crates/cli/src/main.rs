@@ -12,6 +12,7 @@ mod completions;
 mod decode;
 mod diff;
 mod estimate;
+mod export;
 mod progress;
 mod record;
 mod recording;
@@ -36,6 +37,7 @@ enum Command {
     Decode(decode::DecodeArgs),
     Diff(diff::DiffArgs),
     Estimate(estimate::EstimateArgs),
+    Export(export::ExportArgs),
     Man(completions::ManArgs),
     Record(record::RecordArgs),
     Report(report::ReportArgs),
@@ -53,6 +55,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(args),
         Command::Diff(args) => diff::run(args),
         Command::Estimate(args) => estimate::run(args),
+        Command::Export(args) => export::run(args),
         Command::Man(args) => completions::man(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),

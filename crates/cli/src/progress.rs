@@ -26,6 +26,21 @@ impl Progress {
         Progress { bar: Some(bar) }
     }
 
+    /// A counter of items (no total known), shown only on a terminal.
+    pub fn count(what: &str, unit: &str, disabled: bool) -> Self {
+        if disabled || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+        if let Ok(style) =
+            ProgressStyle::with_template(&format!("{{msg}} {{human_pos}} {unit} {{per_sec}}"))
+        {
+            bar.set_style(style);
+        }
+        bar.set_message(what.to_string());
+        Progress { bar: Some(bar) }
+    }
+
     pub fn set(&self, pos: u64) {
         if let Some(b) = &self.bar {
             b.set_position(pos);

@@ -12,4 +12,5 @@ pub mod estimate;
 pub mod parallel;
 pub mod recording;
 pub mod report;
+pub mod sample_rows;
 pub mod samples;

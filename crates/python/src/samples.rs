@@ -21,66 +21,32 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use spelunk_analysis::objects::{DataObjects, ObjectKind};
+use spelunk_analysis::objects::DataObjects;
 use spelunk_engine::recording::{Recording, RecordingError};
+use spelunk_engine::sample_rows::{SampleColumn, SampleRows, SAMPLE_COLUMNS};
 use spelunk_engine::samples::{SampleAttribution, SampleAttributor};
-use spelunk_spe::{Events, OpClass, Operation, SpeSample};
-use std::collections::HashMap;
+use spelunk_spe::SpeSample;
 use std::sync::{Arc, Mutex};
 
-/// The columns, in order (documented in docs/python.md).
+/// The columns, in order (documented in docs/python.md): the sample rows' columns.
 fn schema() -> SchemaRef {
-    use DataType::*;
-    let f = |name: &str, t: DataType| Field::new(name, t, true);
-    let phases = List(Arc::new(Field::new("item", Utf8, true)));
-    Arc::new(Schema::new(vec![
-        f("time_ns", UInt64),
-        f("cpu", UInt32),
-        f("pid", UInt32),
-        f("tid", UInt32),
-        f("thread", Utf8),
-        f("op", Utf8),
-        f("pc", UInt64),
-        f("el", UInt8),
-        f("function", Utf8),
-        f("function_offset", UInt64),
-        f("file", Utf8),
-        f("line", UInt32),
-        f("dso", Utf8),
-        f("event", Utf8),
-        f("event_bits", UInt64),
-        f("issue_lat", UInt16),
-        f("total_lat", UInt16),
-        f("xlat_lat", UInt16),
-        f("exec_lat", UInt16),
-        f("vaddr", UInt64),
-        f("paddr", UInt64),
-        f("data_source", Utf8),
-        f("data_source_raw", UInt64),
-        f("object", Utf8),
-        f("object_kind", Utf8),
-        f("object_start", UInt64),
-        f("allocation_site", Utf8),
-        f("phase", Utf8),
-        f("phases", phases),
-        f("br_tgt", UInt64),
-        f("context", UInt32),
-        f("ts", UInt64),
-    ]))
-}
-
-/// `op` as `spelunk decode` writes it: LD/ST (ldst), B (br), OTHER or RESERVED (other).
-fn op_name(op: Option<Operation>) -> Option<&'static str> {
-    Some(match op? {
-        Operation::LoadStore { store: true, .. } => "ST",
-        Operation::LoadStore { store: false, .. } => "LD",
-        Operation::Branch { .. } => "B",
-        Operation::Reserved { .. } => "RESERVED",
-        Operation::Other { .. }
-        | Operation::SveOther { .. }
-        | Operation::SmeOther { .. }
-        | Operation::OtherUnknown(_) => "OTHER",
-    })
+    let fields: Vec<Field> = SAMPLE_COLUMNS
+        .iter()
+        .map(|&(name, c)| {
+            let t = match c {
+                SampleColumn::U64 => DataType::UInt64,
+                SampleColumn::U32 => DataType::UInt32,
+                SampleColumn::U16 => DataType::UInt16,
+                SampleColumn::U8 => DataType::UInt8,
+                SampleColumn::Text => DataType::Utf8,
+                SampleColumn::TextList => {
+                    DataType::List(Arc::new(Field::new("item", DataType::Utf8, true)))
+                }
+            };
+            Field::new(name, t, true)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
 }
 
 /// One record batch being filled, a builder per column.
@@ -202,86 +168,53 @@ impl BatchBuilder {
     }
 }
 
-/// Fills batches from samples and their attributions.
-struct Rows<'a> {
-    rec: &'a Recording,
-    schema: SchemaRef,
-    /// (event bits, CPU) -> the `:`-joined names (CPUs may name implementation-defined bits).
-    events: HashMap<(u64, Option<u32>), String>,
-}
-
-impl Rows<'_> {
-    fn batch(&mut self, samples: &[SpeSample], attrs: &[SampleAttribution]) -> RecordBatch {
-        let mut b = BatchBuilder::new(samples.len());
-        for (s, a) in samples.iter().zip(attrs) {
-            let r = &s.record;
-            let class = r.op.map(|o| o.class());
-            let ldst = class == Some(OpClass::LoadStore);
-            b.time_ns.append_option(s.time_ns);
-            b.cpu.append_option(s.cpu);
-            b.pid.append_option(s.pid);
-            b.tid.append_option(s.tid);
-            b.thread.append_option(
-                s.tid
-                    .and_then(|t| self.rec.ctx.thread_names.get(&t))
-                    .map(String::as_str),
-            );
-            b.op.append_option(op_name(r.op.map(|o| o.operation())));
-            b.pc.append_option(r.pc.map(|p| p.va()));
-            b.el.append_option(r.pc.map(|p| p.el()));
-            let code = a.code.as_deref();
-            b.function.append_option(code.map(|c| c.function_name()));
-            b.function_offset
-                .append_option(code.and_then(|c| c.function_offset));
-            b.file.append_option(code.and_then(|c| c.file.as_deref()));
-            b.line.append_option(code.and_then(|c| c.line));
-            b.dso.append_option(code.map(|c| &*c.dso));
-            let bits = r.events.map(|e| e.0);
-            let interp = &self.rec.interp;
-            let names = self
-                .events
-                .entry((bits.unwrap_or(0), s.cpu))
-                .or_insert_with(|| {
-                    Events(bits.unwrap_or(0)).join(&interp.for_cpu(s.cpu).imp_def, ":")
-                });
-            b.event.append_value(names.as_str());
-            b.event_bits.append_option(bits);
-            b.issue_lat.append_option(r.issue_latency_cycles);
-            b.total_lat.append_option(r.total_latency_cycles);
-            b.xlat_lat.append_option(r.translation_latency_cycles);
-            b.exec_lat.append_option(r.derived_execution_latency());
-            b.vaddr
-                .append_option(r.data_va.filter(|_| ldst).map(|v| v.va()));
-            b.paddr
-                .append_option(r.data_pa.filter(|_| ldst).map(|p| p.pa()));
-            b.data_source
-                .append_option(a.data_source.map(|d| d.to_string()));
-            b.data_source_raw
-                .append_option(r.data_source.filter(|_| ldst));
-            let object = a.object.as_deref();
-            b.object.append_option(object.map(|o| &*o.name));
-            b.object_kind.append_option(object.map(|o| o.kind.name()));
-            b.object_start.append_option(object.map(|o| o.start));
-            b.allocation_site.append_option(
-                object
-                    .filter(|o| o.kind == ObjectKind::Allocation)
-                    .map(|o| &*o.name),
-            );
-            b.phase.append_option(a.phases.last().map(|p| &**p));
-            for p in &a.phases {
-                b.phases.values().append_value(p);
-            }
-            b.phases.append(true);
-            b.br_tgt.append_option(
-                r.branch_target
-                    .filter(|_| class == Some(OpClass::Branch))
-                    .map(|t| t.va()),
-            );
-            b.context.append_option(r.context_tid());
-            b.ts.append_option(r.timestamp);
+/// Fills a batch from samples and their attributions.
+fn batch(
+    rows: &mut SampleRows<'_>,
+    schema: &SchemaRef,
+    samples: &[SpeSample],
+    attrs: &[SampleAttribution],
+) -> RecordBatch {
+    let mut b = BatchBuilder::new(samples.len());
+    for (s, a) in samples.iter().zip(attrs) {
+        let r = rows.row(s, a);
+        b.time_ns.append_option(r.time_ns);
+        b.cpu.append_option(r.cpu);
+        b.pid.append_option(r.pid);
+        b.tid.append_option(r.tid);
+        b.thread.append_option(r.thread);
+        b.op.append_option(r.op);
+        b.pc.append_option(r.pc);
+        b.el.append_option(r.el);
+        b.function.append_option(r.function);
+        b.function_offset.append_option(r.function_offset);
+        b.file.append_option(r.file);
+        b.line.append_option(r.line);
+        b.dso.append_option(r.dso);
+        b.event.append_value(r.event);
+        b.event_bits.append_option(r.event_bits);
+        b.issue_lat.append_option(r.issue_lat);
+        b.total_lat.append_option(r.total_lat);
+        b.xlat_lat.append_option(r.xlat_lat);
+        b.exec_lat.append_option(r.exec_lat);
+        b.vaddr.append_option(r.vaddr);
+        b.paddr.append_option(r.paddr);
+        b.data_source.append_option(r.data_source);
+        b.data_source_raw.append_option(r.data_source_raw);
+        b.object.append_option(r.object);
+        b.object_kind.append_option(r.object_kind);
+        b.object_start.append_option(r.object_start);
+        b.allocation_site.append_option(r.allocation_site);
+        b.phase.append_option(r.phase);
+        for p in &r.phases {
+            b.phases.values().append_value(p);
         }
-        b.finish(&self.schema)
+        b.phases.append(true);
+        b.br_tgt.append_option(r.br_tgt);
+        b.context.append_option(r.context);
+        b.ts.append_option(r.ts);
     }
+    b.finish(schema)
 }
 
 /// Decodes `rec` and attributes every sample, `batch_rows` per record batch.
@@ -292,16 +225,13 @@ pub fn sample_batches(
 ) -> Result<SampleStream, RecordingError> {
     let mut symbolizer = rec.symbolizer(None, None);
     let mut attributor = SampleAttributor::new(rec, objects, &mut symbolizer);
-    let mut rows = Rows {
-        rec,
-        schema: schema(),
-        events: HashMap::new(),
-    };
+    let mut rows = SampleRows::new(rec);
+    let schema = schema();
     let mut batches = Vec::new();
     let mut pending: Vec<SpeSample> = Vec::with_capacity(batch_rows.min(1 << 16));
     let mut flush = |pending: &mut Vec<SpeSample>| {
         let attrs = attributor.attribute(pending);
-        batches.push(rows.batch(pending, &attrs));
+        batches.push(batch(&mut rows, &schema, pending, &attrs));
         pending.clear();
     };
     rec.decode(|s| {
@@ -314,7 +244,7 @@ pub fn sample_batches(
         flush(&mut pending);
     }
     Ok(SampleStream {
-        schema: schema(),
+        schema,
         batches: Mutex::new(Some(batches)),
     })
 }

@@ -5,6 +5,7 @@
 pub mod annotate_text;
 pub mod c2c_text;
 pub mod check_text;
+pub mod dataset;
 pub mod decode_tables;
 pub mod diff_text;
 pub mod estimate_text;
