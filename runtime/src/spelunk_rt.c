@@ -82,6 +82,8 @@ static int notes;
 static char *log_map;
 static int log_fd = -1;
 static size_t log_used;
+/* CLOCK_MONOTONIC at the log's start (in its header); lines carry times relative to it. */
+static uint64_t log_start_ns;
 static size_t log_dropped;
 /* Bytes of the file allocated on disk (posix_fallocate, 1 MiB at a time): lines are only ever
  * written below this, so a full disk stops the log (counted as dropped) instead of raising
@@ -91,6 +93,9 @@ static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static TLS int in_hook;  /* this thread is inside the runtime: pass allocations through */
 static TLS long cached_tid;
+/* " TID" in hex, formatted once per thread: every line starts with it. */
+static TLS char tid_field[24];
+static TLS size_t tid_field_len;
 
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
@@ -124,20 +129,37 @@ static void put_str(struct line *l, const char *s)
    for (; *s; s++) put_char(l, *s);
 }
 
-/* v's 16 hex digits, most significant first, as 16 ASCII bytes (no loop, no table): each
- * nibble is spread into its own byte, then '0'..'9' / 'a'..'f' are added in all bytes at once. */
+/* x's 8 hex digits, most significant first, as 8 ASCII bytes (no loop, no table): each nibble
+ * is spread into its own byte, then '0'..'9' / 'a'..'f' are added in all bytes at once. */
+static inline void hex8(uint32_t v, char out[8])
+{
+   uint64_t x = v;
+   x = ((x & 0xffff0000u) << 16) | (x & 0xffffu);
+   x = ((x & 0x0000ff000000ff00ull) << 8) | (x & 0x000000ff000000ffull);
+   x = ((x & 0x00f000f000f000f0ull) << 4) | (x & 0x000f000f000f000full);
+   uint64_t above9 = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
+   x += 0x3030303030303030ull + above9 * ('a' - '0' - 10);
+   x = __builtin_bswap64(x); /* the lowest nibble was in the lowest byte: print it last */
+   memcpy(out, &x, 8);
+}
+
 static inline void hex16(uint64_t v, char out[16])
 {
-   for (int half = 0; half < 2; half++) {
-      uint64_t x = half ? (uint32_t)v : v >> 32;
-      x = ((x & 0xffff0000u) << 16) | (x & 0xffffu);
-      x = ((x & 0x0000ff000000ff00ull) << 8) | (x & 0x000000ff000000ffull);
-      x = ((x & 0x00f000f000f000f0ull) << 4) | (x & 0x000f000f000f000full);
-      uint64_t above9 = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
-      x += 0x3030303030303030ull + above9 * ('a' - '0' - 10);
-      x = __builtin_bswap64(x); /* the lowest nibble was in the lowest byte: print it last */
-      memcpy(out + 8 * half, &x, 8);
-   }
+   hex8((uint32_t)(v >> 32), out);
+   hex8((uint32_t)v, out + 8);
+}
+
+/* ` HEX` at p (room for 17 bytes needed), no leading zeros; returns the end. The digits are
+ * shifted to lead, stored in one go (8 or 16), and only the needed ones kept. */
+static inline char *hex_field(char *p, uint64_t v)
+{
+   int n = (64 - __builtin_clzll(v | 1) + 3) / 4;
+   *p++ = ' ';
+   if (n <= 8)
+      hex8((uint32_t)v << (4 * (8 - n)), p);
+   else
+      hex16(v << (4 * (16 - n)), p);
+   return p + n;
 }
 
 /* v in hex, no leading zeros (at least one digit). The value is shifted so its digits lead,
@@ -155,8 +177,7 @@ static void put_digits(struct line *l, uint64_t v)
 static void put_hex(struct line *l, uint64_t v)
 {
    if (l->len + 1 + 16 >= LINE_MAX_BYTES) return;
-   l->buf[l->len++] = ' ';
-   put_digits(l, v);
+   l->len = (size_t)(hex_field(l->buf + l->len, v) - l->buf);
 }
 
 /* A name: at most NAME_MAX_BYTES bytes, control characters (newline included) as '?'. */
@@ -175,13 +196,39 @@ static void put_name(struct line *l, const char *s)
    l->len += i;
 }
 
-/* Starts a line: kind, thread, time. */
+/* Starts a line: kind, thread, time. The thread field is formatted once per thread (a forked
+ * child's thread formats its own: cached_tid is reset), the time in one store of 16 digits. */
 static void begin(struct line *l, char kind)
 {
-   l->len = 0;
-   put_char(l, kind);
-   put_hex(l, (uint64_t)my_tid());
-   put_hex(l, now_ns());
+   if (__builtin_expect(!cached_tid, 0)) {
+      struct line t;
+      t.len = 0;
+      put_hex(&t, (uint64_t)my_tid());
+      memcpy(tid_field, t.buf, t.len);
+      tid_field_len = t.len;
+   }
+   char *p = l->buf;
+   *p++ = kind;
+   memcpy(p, tid_field, 16); /* fixed size: one copy; only tid_field_len bytes count */
+   p += tid_field_len;
+   /* since the log's start (its header): fewer digits than the time since boot */
+   p = hex_field(p, now_ns() - log_start_ns);
+   l->len = (size_t)(p - l->buf);
+}
+
+/* Writes zeros into the file over [from, to): the page cache then holds the pages, so the
+ * populate below maps them instead of faulting each through the filesystem's page_mkwrite
+ * path (on ext4 that halves the kernel's share of a logged line). */
+static int zero_fill(size_t from, size_t to)
+{
+   static const char zeros[1 << 16];
+   while (from < to) {
+      size_t n = to - from > sizeof zeros ? sizeof zeros : to - from;
+      ssize_t w = pwrite(log_fd, zeros, n, (off_t)from);
+      if (w <= 0) return -1;
+      from += (size_t)w;
+   }
+   return 0;
 }
 
 /* Makes sure the file is allocated up to `end` bytes; 0 when it cannot be (log full). */
@@ -194,7 +241,8 @@ static int ensure_allocated(size_t end)
    if (end > have) {
       size_t want = (end + LOG_CHUNK_BYTES - 1) / LOG_CHUNK_BYTES * LOG_CHUNK_BYTES;
       if (want > log_capacity) want = log_capacity;
-      if (want < end || posix_fallocate(log_fd, 0, (off_t)want) != 0) {
+      if (want < end || posix_fallocate(log_fd, 0, (off_t)want) != 0 ||
+          zero_fill(have, want) != 0) {
          ok = 0;
       } else {
 #ifdef MADV_POPULATE_WRITE
@@ -207,6 +255,18 @@ static int ensure_allocated(size_t end)
    }
    pthread_mutex_unlock(&grow_lock);
    return ok;
+}
+
+/* memcpy for a line: the usual 16..64 bytes as fixed-size 16-byte copies (inlined; the last
+ * overlaps the one before), never writing past dst[len) (the next bytes are another line's). */
+static inline void copy_line(char *dst, const char *src, size_t len)
+{
+   if (len < 16 || len > 64) {
+      memcpy(dst, src, len);
+      return;
+   }
+   for (size_t at = 0; at + 16 < len; at += 16) memcpy(dst + at, src + at, 16);
+   memcpy(dst + len - 16, src + len - 16, 16);
 }
 
 /* Copies a finished line into the log (lock-free reservation). */
@@ -229,7 +289,7 @@ static void emit(struct line *l)
       __atomic_fetch_add(&log_dropped, 1, __ATOMIC_RELAXED);
       return; /* the reserved bytes stay zero: readers skip them */
    }
-   memcpy(map + at, l->buf, l->len);
+   copy_line(map + at, l->buf, l->len);
 }
 
 /* Calls fn(line, ctx) for each line of a /proc file, read with raw syscalls (no allocation);
@@ -453,7 +513,8 @@ static void open_log(void)
    put_str(&l, "spelunk-rt/2");
    put_hex(&l, (uint64_t)pid);
    put_hex(&l, (uint64_t)getppid());
-   put_hex(&l, now_ns());
+   log_start_ns = now_ns();
+   put_hex(&l, log_start_ns);
    put_hex(&l, alloc_min_bytes);
    put_str(&l, " clock=monotonic");
    if (track_rss) put_setting(&l, "rss_interval_ns", rss_interval_ns);

@@ -5,7 +5,8 @@
 //! images of one pid), as text lines into a shared file mapping (docs/runtime.md, "Log
 //! format"). A process that ended with `_exit`, a fatal signal or SIGKILL leaves a log without
 //! its trailer and with zero bytes after the last line; a line cut by such an end, or damaged,
-//! is counted in [`RuntimeLog::damaged_lines`], never fatal. Times are CLOCK_MONOTONIC ns.
+//! is counted in [`RuntimeLog::damaged_lines`], never fatal. Times are CLOCK_MONOTONIC ns (in
+//! a `spelunk-rt/2` log the lines carry them relative to the header's, added back here).
 //!
 //! With `SPELUNK_TRACK_RSS` (or NMO's `NMO_TRACK_RSS`) every process's log also holds its
 //! resident memory per NUMA node and mapping class over time (`R` lines); [`merge_logs`] sums
@@ -236,6 +237,7 @@ impl RuntimeLog {
         let mut maps: BTreeMap<(u64, u64, u64), MapLine> = BTreeMap::new();
         let mut offset = 0u64;
         let mut first = true;
+        let mut base_ns = 0u64;
         for raw in bytes.split(|&b| b == b'\n') {
             let here = offset;
             offset += raw.len() as u64 + 1;
@@ -273,6 +275,10 @@ impl RuntimeLog {
                 log.ppid = v[1] as u32;
                 log.start_ns = v[2];
                 log.alloc_min_bytes = v[3];
+                // From /2 on, lines carry times relative to the header's.
+                if line.starts_with(RUNTIME_LOG_SCHEMA) {
+                    base_ns = log.start_ns;
+                }
                 continue;
             }
             if let Some(m) = line.strip_prefix("m ") {
@@ -291,7 +297,7 @@ impl RuntimeLog {
                 continue;
             }
             if line.starts_with("R ") {
-                match parse_resident(line) {
+                match parse_resident(line, base_ns) {
                     Some((source, sample)) => {
                         log.capacity_source.get_or_insert_with(|| source.into());
                         log.capacity.push(sample);
@@ -300,7 +306,7 @@ impl RuntimeLog {
                 }
                 continue;
             }
-            match parse_event(line) {
+            match parse_event(line, base_ns) {
                 Some(Parsed::Event(e)) => log.events.push(e),
                 Some(Parsed::Trailer { dropped }) => {
                     log.ended_cleanly = true;
@@ -499,9 +505,9 @@ fn trim_zeros(raw: &[u8]) -> &[u8] {
 
 /// `R TID T n NODE HEAP ANON FILE STACK...` (per node, numa_maps) or `R TID T s - HEAP ANON
 /// FILE STACK` (smaps, node unknown): one resident-memory sample, in bytes.
-fn parse_resident(line: &str) -> Option<(&'static str, CapacitySample)> {
+fn parse_resident(line: &str, base_ns: u64) -> Option<(&'static str, CapacitySample)> {
     let mut f = line.split(' ').skip(2);
-    let time_ns = hex(f.next()?)?;
+    let time_ns = base_ns.checked_add(hex(f.next()?)?)?;
     let source = match f.next()? {
         "n" => "numa_maps",
         "s" => "smaps",
@@ -540,11 +546,12 @@ enum Parsed {
     Trailer { dropped: u64 },
 }
 
-fn parse_event(line: &str) -> Option<Parsed> {
+/// One event line; `base_ns` is added to its time (the header's time from `spelunk-rt/2` on).
+fn parse_event(line: &str, base_ns: u64) -> Option<Parsed> {
     let mut f = line.split(' ');
     let kind = f.next()?;
     let tid = hex32(f.next()?)?;
-    let time_ns = hex(f.next()?)?;
+    let time_ns = base_ns.checked_add(hex(f.next()?)?)?;
     let ev = match kind {
         "B" | "E" => {
             let name = rest_after(line, 3).to_string();
@@ -1009,6 +1016,8 @@ Z 65 3f6 2\n\0\0\0\0";
     const LOG2: &str = "spelunk-rt/2 c8 64 3e8 1000 clock=monotonic rss_interval_ns=989680 \
 spe_period=2710 spe_mode=perp spe_ring_mib=4\n\
 N c8 3e9 NMO_AUXBUFSIZE is 0: taken as 1 MiB, as NMO does\n\
+B c8 10 work\n\
+E c8 20 work\n\
 R c9 400 n 0 1000 2000 3000 4000 1 0 100000 0 0\n\
 R c9 500 n 0 2000 2000 3000 4000\n\
 R c9 600 x 0 1 2 3\n\
@@ -1028,8 +1037,11 @@ Z c8 701 0\n";
         );
         assert_eq!(log.damaged_lines, 1, "the R line with an unknown source");
         assert_eq!(log.capacity_source.as_deref(), Some("numa_maps"));
+        // Times are relative to the header's (0x3e8) in a /2 log.
         let times: Vec<u64> = log.capacity.iter().map(|c| c.time_ns).collect();
-        assert_eq!(times, vec![0x400, 0x500, 0x700]);
+        assert_eq!(times, vec![0x7e8, 0x8e8, 0xae8]);
+        let p = log.to_sidecar(u64::MAX);
+        assert_eq!((p.phases[0].start_ns, p.phases[0].end_ns), (0x3f8, 0x408));
         let first = &log.capacity[0];
         assert_eq!(first.nodes.len(), 2);
         assert_eq!(
@@ -1100,7 +1112,7 @@ Z c8 701 0\n";
         let cap = sc.capacity.as_ref().expect("capacity timeline");
         assert_eq!(cap.source, "numa_maps");
         assert_eq!(cap.interval_ns, 10_000_000);
-        assert_eq!(cap.samples[0].time_ns, 0x400 - 0x100);
+        assert_eq!(cap.samples[0].time_ns, 0x3e8 + 0x400 - 0x100);
         assert_eq!(cap.samples[2].all_nodes().heap_bytes, 0x5000);
 
         // The recorder's own timeline is kept.
