@@ -128,18 +128,7 @@ fn an_unmodified_program_keeps_its_output_and_every_process_logs_its_allocation_
     assert_eq!(traced.stderr, plain.stderr);
     assert!(String::from_utf8_lossy(&plain.stdout).contains("reused 1"));
 
-    let logs: Vec<RuntimeLog> = RuntimeLog::find(&base)
-        .unwrap()
-        .iter()
-        .map(|p| RuntimeLog::read(p).unwrap())
-        .collect();
-    // The program, its forked child, the exec child before and after exec.
-    assert_eq!(
-        logs.len(),
-        4,
-        "{:?}",
-        logs.iter().map(|l| &l.path).collect::<Vec<_>>()
-    );
+    let logs = program_fork_and_exec_logs(&base);
     let main_pid = traced_pid(&logs);
     let main = logs.iter().find(|l| l.pid == main_pid).unwrap();
     assert!(main.ended_cleanly);
@@ -235,6 +224,23 @@ fn an_unmodified_program_keeps_its_output_and_every_process_logs_its_allocation_
         .find(|a| a.size == 3 * n * 8)
         .unwrap();
     assert_eq!(line_of(exec_img, &exe, a.stack[0]), Some(site("exec")));
+}
+
+/// The logs of a program that forks once and execs once: the program, its forked child, the
+/// exec child before and after exec.
+fn program_fork_and_exec_logs(base: &Path) -> Vec<RuntimeLog> {
+    let logs: Vec<RuntimeLog> = RuntimeLog::find(base)
+        .unwrap()
+        .iter()
+        .map(|p| RuntimeLog::read(p).unwrap())
+        .collect();
+    assert_eq!(
+        logs.len(),
+        4,
+        "{:?}",
+        logs.iter().map(|l| &l.path).collect::<Vec<_>>()
+    );
+    logs
 }
 
 /// The pid whose parent is not among the logs.
@@ -382,18 +388,7 @@ fn capacity_run(name: &str, env: &[(&str, &str)]) {
     assert_eq!(traced.stderr, plain.stderr);
     assert!(String::from_utf8_lossy(&plain.stdout).contains("exec child held 8 MiB"));
 
-    let logs: Vec<RuntimeLog> = RuntimeLog::find(&base)
-        .unwrap()
-        .iter()
-        .map(|p| RuntimeLog::read(p).unwrap())
-        .collect();
-    // The program, its forked child, the exec child before and after exec.
-    assert_eq!(
-        logs.len(),
-        4,
-        "{:?}",
-        logs.iter().map(|l| &l.path).collect::<Vec<_>>()
-    );
+    let logs = program_fork_and_exec_logs(&base);
     for l in &logs {
         assert!(
             !l.capacity.is_empty(),
