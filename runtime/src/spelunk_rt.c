@@ -9,7 +9,12 @@
  *     SPELUNK_ALLOC_MIN_BYTES (default 4096) are logged with a few return addresses of the
  *     allocating call, unwound by glibc's backtrace() (libgcc's unwinder); smaller blocks pass
  *     straight through;
- *   - the process's memory map at start and at exit (to symbolize allocation sites offline).
+ *   - the process's memory map at start and at exit (to symbolize allocation sites offline);
+ *   - with SPELUNK_TRACK_RSS (or NMO_TRACK_RSS), capacity: its resident memory per NUMA node and
+ *     mapping class, from /proc/self/numa_maps (else smaps), sampled by a detached thread.
+ * NMO's environment variables (its USAGE) are read with NMO's meanings; the SPE ones are kept
+ * in the log header (docs/runtime.md, "NMO's variables"). Nothing is ever written to the
+ * program's stdout or stderr: problems with the configuration become note lines in the log.
  *
  * Everything goes to a per-process log file, docs/runtime.md "Log format": one text line per
  * event, written into a MAP_SHARED mapping of the file. The page cache owns what was written,
@@ -221,7 +226,7 @@ static void begin(struct line *l, char kind)
  * path (on ext4 that halves the kernel's share of a logged line). */
 static int zero_fill(size_t from, size_t to)
 {
-   static const char zeros[1 << 16];
+   static const char zeros[1 << 14];
    while (from < to) {
       size_t n = to - from > sizeof zeros ? sizeof zeros : to - from;
       ssize_t w = pwrite(log_fd, zeros, n, (off_t)from);
