@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Costs of spelunk's LD_PRELOAD runtime (runtime/, libspelunk.so), per call, on this machine:
-# an annotation pair (spelunk_phase_begin + _end), malloc/free of 64 B (below the 4 KiB
+# one CLOCK_MONOTONIC read (the floor of a timestamped call, measured in the same runs, so a
+# loaded machine shows in it), an annotation pair (spelunk_phase_begin + _end), malloc/free of 64 B (below the 4 KiB
 # logging threshold: pass-through) and of 64 KiB (logged with its call stack), each without
 # the runtime, with it loaded but disabled, and enabled. Then the slowdown of an
-# allocation-heavy real program (Debian's sort on 200k lines, BENCH_LINES) with the runtime.
+# allocation-heavy real program (Debian's sort on 200k lines, BENCH_LINES) with the runtime,
+# and with its capacity sampler too (SPELUNK_TRACK_RSS, every 10 ms).
 #   scripts/bench-runtime.sh [CALLS]          (default 2000000)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -26,6 +28,9 @@ t() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); echo "$e 
 echo "== sort -S 64M of $lines lines (allocation-heavy), seconds, best of 3"
 plain=$(for _ in 1 2 3; do t sort -S 64M "$tmp/in"; done | sort -n | head -1)
 traced=$(for _ in 1 2 3; do t env LD_PRELOAD="$lib" SPELUNK_ENABLE=1 SPELUNK_OUTPUT="$tmp/s" sort -S 64M "$tmp/in"; done | sort -n | head -1)
+rss=$(for _ in 1 2 3; do t env LD_PRELOAD="$lib" SPELUNK_ENABLE=1 SPELUNK_TRACK_RSS=1 SPELUNK_RSS_INTERVAL_MS=10 SPELUNK_OUTPUT="$tmp/r" sort -S 64M "$tmp/in"; done | sort -n | head -1)
 echo "plain $plain"
 echo "runtime $traced"
 echo "slowdown $(echo "scale=3; $traced / $plain" | bc)"
+echo "runtime+rss $rss"
+echo "slowdown+rss $(echo "scale=3; $rss / $plain" | bc)"

@@ -9,7 +9,12 @@
  *     SPELUNK_ALLOC_MIN_BYTES (default 4096) are logged with a few return addresses of the
  *     allocating call, unwound by glibc's backtrace() (libgcc's unwinder); smaller blocks pass
  *     straight through;
- *   - the process's memory map at start and at exit (to symbolize allocation sites offline).
+ *   - the process's memory map at start and at exit (to symbolize allocation sites offline);
+ *   - with SPELUNK_TRACK_RSS (or NMO_TRACK_RSS), capacity: its resident memory per NUMA node and
+ *     mapping class, from /proc/self/numa_maps (else smaps), sampled by a detached thread.
+ * NMO's environment variables (its USAGE) are read with NMO's meanings; the SPE ones are kept
+ * in the log header (docs/runtime.md, "NMO's variables"). Nothing is ever written to the
+ * program's stdout or stderr: problems with the configuration become note lines in the log.
  *
  * Everything goes to a per-process log file, docs/runtime.md "Log format": one text line per
  * event, written into a MAP_SHARED mapping of the file. The page cache owns what was written,
@@ -29,6 +34,7 @@
 #include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +67,28 @@ static int stack_depth = 6;
 static size_t log_capacity = (size_t)1 << 30; /* address space reserved for the log */
 #define LOG_CHUNK_BYTES ((size_t)1 << 20)
 static char out_base[4096] = "spelunk";
+/* Capacity (SPELUNK_TRACK_RSS / NMO_TRACK_RSS): a sampler thread reads the process's resident
+ * memory every rss_interval_ns. NMO's own tracker samples once a second (fixed), so that is
+ * the default here too. */
+static int track_rss;
+static uint64_t rss_interval_ns = 1000000000u;
+/* NMO's SPE settings (NMO_PERIOD, NMO_MODE, NMO_BUFSIZE, NMO_AUXBUFSIZE and their SPELUNK_*
+ * names): accepted and written into the log header for `spelunk record` / a runtime that
+ * records SPE; 0 / "" = not given. */
+static uint64_t spe_period, spe_ring_mib, spe_aux_mib;
+static const char *spe_mode = "";
+/* Problems with the environment, logged as `N` lines once the log is open (the runtime never
+ * writes to the program's stdout/stderr). */
+#define MAX_NOTES 8
+static const char *note_var[MAX_NOTES], *note_text[MAX_NOTES];
+static int notes;
 
 /* The log: a MAP_SHARED mapping of the file, and the next free byte. */
 static char *log_map;
 static int log_fd = -1;
 static size_t log_used;
+/* CLOCK_MONOTONIC at the log's start (in its header); lines carry times relative to it. */
+static uint64_t log_start_ns;
 static size_t log_dropped;
 /* Bytes of the file allocated on disk (posix_fallocate, 1 MiB at a time): lines are only ever
  * written below this, so a full disk stops the log (counted as dropped) instead of raising
@@ -75,6 +98,9 @@ static pthread_mutex_t grow_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static TLS int in_hook;  /* this thread is inside the runtime: pass allocations through */
 static TLS long cached_tid;
+/* " TID" in hex, formatted once per thread: every line starts with it. */
+static TLS char tid_field[24];
+static TLS size_t tid_field_len;
 
 static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
 static int (*real_munmap)(void *, size_t);
@@ -103,18 +129,60 @@ static void put_char(struct line *l, char c)
    if (l->len < LINE_MAX_BYTES - 1) l->buf[l->len++] = c;
 }
 
+static void put_str(struct line *l, const char *s)
+{
+   for (; *s; s++) put_char(l, *s);
+}
+
+/* x's 8 hex digits, most significant first, as 8 ASCII bytes (no loop, no table): each nibble
+ * is spread into its own byte, then '0'..'9' / 'a'..'f' are added in all bytes at once. */
+static inline void hex8(uint32_t v, char out[8])
+{
+   uint64_t x = v;
+   x = ((x & 0xffff0000u) << 16) | (x & 0xffffu);
+   x = ((x & 0x0000ff000000ff00ull) << 8) | (x & 0x000000ff000000ffull);
+   x = ((x & 0x00f000f000f000f0ull) << 4) | (x & 0x000f000f000f000full);
+   uint64_t above9 = ((x + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull;
+   x += 0x3030303030303030ull + above9 * ('a' - '0' - 10);
+   x = __builtin_bswap64(x); /* the lowest nibble was in the lowest byte: print it last */
+   memcpy(out, &x, 8);
+}
+
+static inline void hex16(uint64_t v, char out[16])
+{
+   hex8((uint32_t)(v >> 32), out);
+   hex8((uint32_t)v, out + 8);
+}
+
+/* ` HEX` at p (room for 17 bytes needed), no leading zeros; returns the end. The digits are
+ * shifted to lead, stored in one go (8 or 16), and only the needed ones kept. */
+static inline char *hex_field(char *p, uint64_t v)
+{
+   int n = (64 - __builtin_clzll(v | 1) + 3) / 4;
+   *p++ = ' ';
+   if (n <= 8)
+      hex8((uint32_t)v << (4 * (8 - n)), p);
+   else
+      hex16(v << (4 * (16 - n)), p);
+   return p + n;
+}
+
+/* v in hex, no leading zeros (at least one digit). The value is shifted so its digits lead,
+ * all 16 are stored in one go and only the needed ones kept: no loop over digits, one bounds
+ * check. */
+static void put_digits(struct line *l, uint64_t v)
+{
+   int n = (64 - __builtin_clzll(v | 1) + 3) / 4;
+   if (l->len + 16 >= LINE_MAX_BYTES) return;
+   hex16(v << (4 * (16 - n)), l->buf + l->len);
+   l->len += (size_t)n;
+}
+
+/* ` HEX`: a field. */
 static void put_hex(struct line *l, uint64_t v)
 {
-   /* Digits needed (at least one), then written from the last; one bounds check. */
-   int n = (64 - __builtin_clzll(v | 1) + 3) / 4;
-   if (l->len + 1 + (size_t)n >= LINE_MAX_BYTES) return;
-   char *p = l->buf + l->len;
-   *p = ' ';
-   for (int i = n; i > 0; i--) {
-      p[i] = "0123456789abcdef"[v & 15];
-      v >>= 4;
-   }
-   l->len += 1 + (size_t)n;
+   if (l->len + 1 + 16 >= LINE_MAX_BYTES) return;
+   l->len = (size_t)(hex_field(l->buf + l->len, v) - l->buf);
 }
 
 /* A name: at most NAME_MAX_BYTES bytes, control characters (newline included) as '?'. */
@@ -133,13 +201,39 @@ static void put_name(struct line *l, const char *s)
    l->len += i;
 }
 
-/* Starts a line: kind, thread, time. */
+/* Starts a line: kind, thread, time. The thread field is formatted once per thread (a forked
+ * child's thread formats its own: cached_tid is reset), the time in one store of 16 digits. */
 static void begin(struct line *l, char kind)
 {
-   l->len = 0;
-   put_char(l, kind);
-   put_hex(l, (uint64_t)my_tid());
-   put_hex(l, now_ns());
+   if (__builtin_expect(!cached_tid, 0)) {
+      struct line t;
+      t.len = 0;
+      put_hex(&t, (uint64_t)my_tid());
+      memcpy(tid_field, t.buf, t.len);
+      tid_field_len = t.len;
+   }
+   char *p = l->buf;
+   *p++ = kind;
+   memcpy(p, tid_field, 16); /* fixed size: one copy; only tid_field_len bytes count */
+   p += tid_field_len;
+   /* since the log's start (its header): fewer digits than the time since boot */
+   p = hex_field(p, now_ns() - log_start_ns);
+   l->len = (size_t)(p - l->buf);
+}
+
+/* Writes zeros into the file over [from, to): the page cache then holds the pages, so the
+ * populate below maps them instead of faulting each through the filesystem's page_mkwrite
+ * path (on ext4 that halves the kernel's share of a logged line). */
+static int zero_fill(size_t from, size_t to)
+{
+   static const char zeros[1 << 14];
+   while (from < to) {
+      size_t n = to - from > sizeof zeros ? sizeof zeros : to - from;
+      ssize_t w = pwrite(log_fd, zeros, n, (off_t)from);
+      if (w <= 0) return -1;
+      from += (size_t)w;
+   }
+   return 0;
 }
 
 /* Makes sure the file is allocated up to `end` bytes; 0 when it cannot be (log full). */
@@ -152,7 +246,8 @@ static int ensure_allocated(size_t end)
    if (end > have) {
       size_t want = (end + LOG_CHUNK_BYTES - 1) / LOG_CHUNK_BYTES * LOG_CHUNK_BYTES;
       if (want > log_capacity) want = log_capacity;
-      if (want < end || posix_fallocate(log_fd, 0, (off_t)want) != 0) {
+      if (want < end || posix_fallocate(log_fd, 0, (off_t)want) != 0 ||
+          zero_fill(have, want) != 0) {
          ok = 0;
       } else {
 #ifdef MADV_POPULATE_WRITE
@@ -165,6 +260,18 @@ static int ensure_allocated(size_t end)
    }
    pthread_mutex_unlock(&grow_lock);
    return ok;
+}
+
+/* memcpy for a line: the usual 16..64 bytes as fixed-size 16-byte copies (inlined; the last
+ * overlaps the one before), never writing past dst[len) (the next bytes are another line's). */
+static inline void copy_line(char *dst, const char *src, size_t len)
+{
+   if (len < 16 || len > 64) {
+      memcpy(dst, src, len);
+      return;
+   }
+   for (size_t at = 0; at + 16 < len; at += 16) memcpy(dst + at, src + at, 16);
+   memcpy(dst + len - 16, src + len - 16, 16);
 }
 
 /* Copies a finished line into the log (lock-free reservation). */
@@ -187,39 +294,57 @@ static void emit(struct line *l)
       __atomic_fetch_add(&log_dropped, 1, __ATOMIC_RELAXED);
       return; /* the reserved bytes stay zero: readers skip them */
    }
-   memcpy(map + at, l->buf, l->len);
+   copy_line(map + at, l->buf, l->len);
 }
 
-/* Appends /proc/self/maps to the log as `m` lines (read with raw syscalls: no allocation). */
-static void dump_maps(void)
+/* Calls fn(line, ctx) for each line of a /proc file, read with raw syscalls (no allocation);
+ * a line longer than the buffer is cut. 0 when the file cannot be opened. */
+static int each_line(const char *path, void (*fn)(char *line, void *ctx), void *ctx)
 {
-   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-   if (fd < 0) return;
-   char buf[4096];
-   struct line l;
-   l.len = 0;
-   put_char(&l, 'm');
-   put_char(&l, ' ');
+   int fd = open(path, O_RDONLY | O_CLOEXEC);
+   if (fd < 0) return 0;
+   char buf[4096], line[4200];
+   size_t ll = 0;
    ssize_t n;
    while ((n = read(fd, buf, sizeof buf)) > 0) {
       for (ssize_t i = 0; i < n; i++) {
-         if (buf[i] == '\n') {
-            emit(&l);
-            l.len = 0;
-            put_char(&l, 'm');
-            put_char(&l, ' ');
-         } else {
-            put_char(&l, buf[i]);
+         if (buf[i] != '\n') {
+            if (ll < sizeof line - 1) line[ll++] = buf[i];
+            continue;
          }
+         line[ll] = 0;
+         ll = 0;
+         fn(line, ctx);
       }
    }
    close(fd);
+   return 1;
 }
 
-static const char *env2(const char *a, const char *b)
+/* Appends /proc/self/maps to the log as `m` lines. */
+static void emit_map_line(char *text, void *ctx)
+{
+   struct line *l = ctx;
+   l->len = 0;
+   put_char(l, 'm');
+   put_char(l, ' ');
+   put_str(l, text);
+   emit(l);
+}
+
+static void dump_maps(void)
+{
+   struct line l;
+   each_line("/proc/self/maps", emit_map_line, &l);
+}
+
+static const char *env2(const char *a, const char *b, const char **which)
 {
    const char *v = getenv(a);
-   return v && *v ? v : (b ? getenv(b) : NULL);
+   if (which) *which = a;
+   if (v && *v) return v;
+   if (which) *which = b;
+   return b ? getenv(b) : NULL;
 }
 
 static int truthy(const char *v)
@@ -228,21 +353,128 @@ static int truthy(const char *v)
           strcasecmp(v, "off") != 0 && strcasecmp(v, "false") != 0;
 }
 
+/* A switch that is ours (truthy) or NMO's (NMO's USAGE: "defined" turns it on, whatever the
+ * value, as NMO's starter tests only getenv() != NULL). */
+static int switch_on(const char *ours, const char *nmos)
+{
+   const char *v = getenv(ours);
+   if (v && *v) return truthy(v);
+   return getenv(nmos) != NULL;
+}
+
+static void note(const char *var, const char *text)
+{
+   if (notes < MAX_NOTES) {
+      note_var[notes] = var;
+      note_text[notes++] = text;
+   }
+}
+
+/* A whole decimal (or 0x hex) number; 0 when v is not one (and a note names var). */
+static int number(const char *var, const char *v, uint64_t *out)
+{
+   char *end = NULL;
+   errno = 0;
+   unsigned long long n = strtoull(v, &end, 0);
+   if (errno || end == v || *end || *v == '-') {
+      note(var, "is not a whole number: ignored");
+      return 0;
+   }
+   *out = n;
+   return 1;
+}
+
+/* NMO's buffer sizes: MiB per thread, rounded down to a power of two; NMO takes what does not
+ * parse (or 0) as 1 MiB, which is what is recorded here too, with a note. */
+static uint64_t buffer_mib(const char *var, const char *v)
+{
+   uint64_t n = 0;
+   if (!number(var, v, &n) || n == 0) {
+      if (n == 0) note(var, "is 0: taken as 1 MiB, as NMO does");
+      return 1;
+   }
+   return (uint64_t)1 << (63 - __builtin_clzll(n));
+}
+
+/* This process's name (/proc/self/comm) equals `target` (NMO_TARGET: only that program of a
+ * launcher's tree is profiled). Read with raw syscalls: no allocation. */
+static int comm_is(const char *target)
+{
+   char comm[64];
+   int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+   if (fd < 0) return 0;
+   ssize_t n = read(fd, comm, sizeof comm - 1);
+   close(fd);
+   if (n <= 0) return 0;
+   if (comm[n - 1] == '\n') n--;
+   comm[n] = 0;
+   return strcmp(comm, target) == 0;
+}
+
 static void read_config(void)
 {
-   rt_enabled = truthy(env2("SPELUNK_ENABLE", "NMO_ENABLE"));
-   const char *v;
-   if ((v = env2("SPELUNK_OUTPUT", "NMO_NAME")) && *v && strlen(v) < sizeof out_base - 64)
-      strcpy(out_base, v);
-   if ((v = getenv("SPELUNK_ALLOC_MIN_BYTES")) && *v) alloc_min_bytes = strtoull(v, NULL, 0);
+   notes = 0;
+   rt_enabled = switch_on("SPELUNK_ENABLE", "NMO_ENABLE");
+   const char *v, *var;
+   if ((v = env2("SPELUNK_TARGET", "NMO_TARGET", NULL)) && *v && !comm_is(v)) rt_enabled = 0;
+   if ((v = env2("SPELUNK_OUTPUT", "NMO_NAME", &var)) && *v) {
+      if (strlen(v) < sizeof out_base - 64)
+         strcpy(out_base, v);
+      else
+         note(var, "is too long a path: the logs go to ./spelunk.rt.*");
+   }
+   uint64_t n;
+   if ((v = getenv("SPELUNK_ALLOC_MIN_BYTES")) && *v && number("SPELUNK_ALLOC_MIN_BYTES", v, &n))
+      alloc_min_bytes = n;
    if ((v = getenv("SPELUNK_ALLOC_STACK_DEPTH")) && *v) {
       long d = strtol(v, NULL, 0);
       stack_depth = d < 0 ? 0 : d > MAX_FRAMES - 2 ? MAX_FRAMES - 2 : (int)d;
    }
-   if ((v = getenv("SPELUNK_LOG_MB")) && *v) {
-      unsigned long long mb = strtoull(v, NULL, 0);
-      if (mb >= 1 && mb <= (1u << 20)) log_capacity = (size_t)mb << 20;
+   if ((v = getenv("SPELUNK_LOG_MB")) && *v && number("SPELUNK_LOG_MB", v, &n)) {
+      if (n >= 1 && n <= (1u << 20))
+         log_capacity = (size_t)n << 20;
+      else
+         note("SPELUNK_LOG_MB", "is outside 1..1048576: the default 1024 is used");
    }
+   track_rss = switch_on("SPELUNK_TRACK_RSS", "NMO_TRACK_RSS");
+   if ((v = getenv("SPELUNK_RSS_INTERVAL_MS")) && *v && number("SPELUNK_RSS_INTERVAL_MS", v, &n)) {
+      if (n >= 1 && n <= 3600000)
+         rss_interval_ns = n * 1000000u;
+      else
+         note("SPELUNK_RSS_INTERVAL_MS", "is outside 1..3600000: the default 1000 is used");
+   }
+   if ((v = env2("SPELUNK_SPE_PERIOD", "NMO_PERIOD", &var)) && *v) number(var, v, &spe_period);
+   if ((v = env2("SPELUNK_SPE_MODE", "NMO_MODE", &var)) && *v) {
+      if (strcmp(v, "perp") == 0 || strcmp(v, "noperp") == 0 || strcmp(v, "pf") == 0)
+         spe_mode = v;
+      else
+         note(var, "is not one of NMO's modes (perp, noperp, pf): ignored");
+   }
+   if ((v = env2("SPELUNK_SPE_RING_MIB", "NMO_BUFSIZE", &var)) && *v)
+      spe_ring_mib = buffer_mib(var, v);
+   if ((v = env2("SPELUNK_SPE_AUX_MIB", "NMO_AUXBUFSIZE", &var)) && *v)
+      spe_aux_mib = buffer_mib(var, v);
+}
+
+/* ` key=HEX` in the header. */
+static void put_setting(struct line *l, const char *key, uint64_t v)
+{
+   put_char(l, ' ');
+   put_str(l, key);
+   put_char(l, '=');
+   put_digits(l, v);
+}
+
+/* A note about the configuration or the runtime itself: `N TID T VARIABLE TEXT`. */
+static void log_note(const char *var, const char *text)
+{
+   struct line l;
+   begin(&l, 'N');
+   put_char(&l, ' ');
+   put_str(&l, var);
+   put_char(&l, ' ');
+   put_str(&l, text);
+   emit(&l);
 }
 
 /* Opens OUT.rt.PID.N (the first N not taken: exec keeps the pid) and maps it. */
@@ -283,14 +515,174 @@ static void open_log(void)
    __atomic_store_n(&log_map, (char *)m, __ATOMIC_RELEASE);
    struct line l;
    l.len = 0;
-   const char *hdr = "spelunk-rt/1";
-   for (const char *c = hdr; *c; c++) put_char(&l, *c);
+   put_str(&l, "spelunk-rt/2");
    put_hex(&l, (uint64_t)pid);
    put_hex(&l, (uint64_t)getppid());
-   put_hex(&l, now_ns());
+   log_start_ns = now_ns();
+   put_hex(&l, log_start_ns);
    put_hex(&l, alloc_min_bytes);
+   put_str(&l, " clock=monotonic");
+   if (track_rss) put_setting(&l, "rss_interval_ns", rss_interval_ns);
+   if (spe_period) put_setting(&l, "spe_period", spe_period);
+   if (*spe_mode) {
+      put_str(&l, " spe_mode=");
+      put_str(&l, spe_mode);
+   }
+   if (spe_ring_mib) put_setting(&l, "spe_ring_mib", spe_ring_mib);
+   if (spe_aux_mib) put_setting(&l, "spe_aux_mib", spe_aux_mib);
    emit(&l);
+   for (int i = 0; i < notes; i++) log_note(note_var[i], note_text[i]);
    dump_maps();
+}
+
+/* ---- capacity: resident memory by node and class (SPELUNK_TRACK_RSS) -------------------- */
+
+/* The classes of the sidecar's NodeResident, in its order. */
+enum { CLASS_HEAP, CLASS_ANON, CLASS_FILE, CLASS_STACK, CLASSES };
+#define MAX_NODES 64
+#define MAX_NODES_PER_LINE 10
+
+struct resident {
+   uint64_t bytes[MAX_NODES][CLASSES]; /* numa_maps: per node; smaps: all in [0] */
+   int cls;                            /* smaps: the class of the mapping being read */
+};
+
+static uint64_t parse_dec(const char **s)
+{
+   uint64_t v = 0;
+   while (**s >= '0' && **s <= '9') v = v * 10 + (uint64_t)(*(*s)++ - '0');
+   return v;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+   return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* A numa_maps line (proc(5)): `ADDR POLICY [file=PATH | heap | stack] ... [N<node>=<pages>
+ * ...] kernelpagesize_kB=K`; fields are found by their names (the policy may hold spaces).
+ * The same classes as the recorder's sampler (crates/record/src/timeline.rs). */
+static void add_numa_line(char *line, void *ctx)
+{
+   struct resident *r = ctx;
+   int cls = CLASS_ANON, nn = 0;
+   uint32_t node[MAX_NODES];
+   uint64_t pages[MAX_NODES], page_kib = 0;
+   for (char *f = strchr(line, ' '); f; f = strchr(f, ' ')) {
+      f++;
+      if (starts(f, "file="))
+         cls = starts(f + 5, "/anon_hugepage") ? CLASS_ANON : CLASS_FILE;
+      else if (starts(f, "heap ") || strcmp(f, "heap") == 0)
+         cls = CLASS_HEAP;
+      else if (starts(f, "stack ") || strcmp(f, "stack") == 0)
+         cls = CLASS_STACK;
+      else if (starts(f, "kernelpagesize_kB=")) {
+         const char *p = f + 18;
+         page_kib = parse_dec(&p);
+      } else if (f[0] == 'N' && f[1] >= '0' && f[1] <= '9' && nn < MAX_NODES) {
+         const char *p = f + 1;
+         uint64_t n = parse_dec(&p);
+         if (*p++ != '=' || n >= MAX_NODES) continue;
+         node[nn] = (uint32_t)n;
+         pages[nn++] = parse_dec(&p);
+      }
+   }
+   for (int i = 0; i < nn; i++) r->bytes[node[i]][cls] += pages[i] * page_kib * 1024;
+}
+
+/* An smaps line: a mapping's header (`START-END PERMS OFFSET DEV INODE [PATHNAME]`, starting
+ * with a lower-case hex digit) sets the class; its `Rss:` line (kB) adds to it. */
+static void add_smaps_line(char *line, void *ctx)
+{
+   struct resident *r = ctx;
+   char c = line[0];
+   if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')) {
+      const char *p = line;
+      for (int f = 0; f < 5 && *p; f++) {
+         while (*p == ' ') p++;
+         while (*p && *p != ' ') p++;
+      }
+      while (*p == ' ') p++;
+      r->cls = !*p                                                 ? CLASS_ANON
+               : strcmp(p, "[heap]") == 0                          ? CLASS_HEAP
+               : strcmp(p, "[stack]") == 0 || starts(p, "[stack:") ? CLASS_STACK
+               : *p == '[' || starts(p, "/anon_hugepage")          ? CLASS_ANON
+                                                                   : CLASS_FILE;
+   } else if (starts(line, "Rss:")) {
+      const char *p = line + 4;
+      while (*p == ' ') p++;
+      r->bytes[0][r->cls] += parse_dec(&p) * 1024;
+   }
+}
+
+/* One capacity sample: `R TID T n NODE HEAP ANON FILE STACK...` (per NUMA node with memory,
+ * from /proc/self/numa_maps) or `R TID T s - HEAP ANON FILE STACK` (a kernel without NUMA
+ * support has no numa_maps: /proc/self/smaps, node unknown). */
+static void rss_sample(void)
+{
+   struct resident r;
+   memset(&r, 0, sizeof r);
+   int numa = each_line("/proc/self/numa_maps", add_numa_line, &r);
+   if (!numa) {
+      r.cls = CLASS_ANON;
+      if (!each_line("/proc/self/smaps", add_smaps_line, &r)) return;
+   }
+   struct line l;
+   begin(&l, 'R');
+   put_str(&l, numa ? " n" : " s");
+   for (int n = 0, groups = 0; n < (numa ? MAX_NODES : 1) && groups < MAX_NODES_PER_LINE; n++) {
+      uint64_t *b = r.bytes[n];
+      if (numa && !(b[0] | b[1] | b[2] | b[3])) continue;
+      groups++;
+      if (numa)
+         put_hex(&l, (uint64_t)n);
+      else
+         put_str(&l, " -");
+      for (int c = 0; c < CLASSES; c++) put_hex(&l, b[c]);
+   }
+   emit(&l);
+}
+
+/* The sampler: every rss_interval_ns on CLOCK_MONOTONIC (a sample that overran skips the
+ * missed ticks), until the process ends; never joined. */
+static void *rss_thread(void *arg)
+{
+   (void)arg;
+   in_hook = 1; /* anything it allocates passes through unlogged */
+   uint64_t next = now_ns();
+   for (;;) {
+      next += rss_interval_ns;
+      uint64_t now = now_ns();
+      if (next <= now) next = now + rss_interval_ns;
+      struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+      }
+      rss_sample();
+   }
+   return NULL;
+}
+
+/* Takes the first sample now (so every image has one from before its own allocations) and
+ * starts the sampler thread of this process (at start, and in a forked child, which has no
+ * copy of its parent's). It is created with every signal blocked, so no signal the program
+ * expects is ever delivered to it, and detached: exit does not wait for it. */
+static void start_sampler(void)
+{
+   if (!track_rss || !log_map) return;
+   rss_sample();
+   pthread_attr_t attr;
+   if (pthread_attr_init(&attr) != 0) return;
+   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+   pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+   sigset_t all, old;
+   sigfillset(&all);
+   pthread_sigmask(SIG_SETMASK, &all, &old);
+   pthread_t t;
+   int err = pthread_create(&t, &attr, rss_thread, NULL);
+   pthread_sigmask(SIG_SETMASK, &old, NULL);
+   pthread_attr_destroy(&attr);
+   if (err != 0)
+      log_note("SPELUNK_TRACK_RSS", "the sampler thread could not be started: no capacity");
 }
 
 /* Ends the log: the memory map again and a trailer with the drop count. The mapping stays
@@ -300,6 +692,7 @@ static void close_log(void)
 {
    if (!log_map) return;
    in_hook++;
+   if (track_rss) rss_sample(); /* the last sample, at the clean end */
    dump_maps();
    struct line l;
    begin(&l, 'Z');
@@ -317,7 +710,10 @@ static void after_fork_child(void)
    __atomic_store_n(&log_map, NULL, __ATOMIC_RELEASE); /* the parent's, left mapped, unused */
    if (log_fd >= 0) close(log_fd);
    log_fd = -1;
+   /* Another thread of the parent may have held the lock at the fork: the child's is fresh. */
+   pthread_mutex_init(&grow_lock, NULL);
    open_log();
+   start_sampler();
    in_hook--;
 }
 
@@ -332,6 +728,7 @@ __attribute__((constructor)) static void rt_init(void)
       backtrace(warm, 2); /* loads libgcc's unwinder now, not inside the first malloc */
       pthread_atfork(NULL, NULL, after_fork_child);
       open_log();
+      start_sampler();
    }
    in_hook--;
 }
@@ -559,37 +956,33 @@ static uint64_t parse_hex(const char **s)
 
 /* Finds the mappings of /proc/self/maps matching (by address, or by path/pseudo-name) and logs
  * each as a tagged range. */
+struct tag_query {
+   const char *name, *path;
+   uint64_t addr;
+};
+
+static void tag_if_match(char *line, void *ctx)
+{
+   const struct tag_query *q = ctx;
+   const char *s = line;
+   uint64_t start = parse_hex(&s);
+   if (*s++ != '-') return;
+   uint64_t end = parse_hex(&s);
+   /* the path is the sixth field */
+   const char *p = s;
+   for (int f = 0; f < 4 && *p; f++) {
+      while (*p == ' ') p++;
+      while (*p && *p != ' ') p++;
+   }
+   while (*p == ' ') p++;
+   int hit = q->path ? strcmp(p, q->path) == 0 : (q->addr >= start && q->addr < end);
+   if (hit) log_range(q->name, start, end);
+}
+
 static void tag_maps(const char *name, uint64_t addr, const char *path)
 {
-   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-   if (fd < 0) return;
-   char buf[8192], line[4200];
-   size_t ll = 0;
-   ssize_t n;
-   while ((n = read(fd, buf, sizeof buf)) > 0) {
-      for (ssize_t i = 0; i < n; i++) {
-         if (buf[i] != '\n') {
-            if (ll < sizeof line - 1) line[ll++] = buf[i];
-            continue;
-         }
-         line[ll] = 0;
-         ll = 0;
-         const char *s = line;
-         uint64_t start = parse_hex(&s);
-         if (*s++ != '-') continue;
-         uint64_t end = parse_hex(&s);
-         /* the path is the sixth field */
-         const char *p = s;
-         for (int f = 0; f < 4 && *p; f++) {
-            while (*p == ' ') p++;
-            while (*p && *p != ' ') p++;
-         }
-         while (*p == ' ') p++;
-         int hit = path ? strcmp(p, path) == 0 : (addr >= start && addr < end);
-         if (hit) log_range(name, start, end);
-      }
-   }
-   close(fd);
+   struct tag_query q = {name, path, addr};
+   each_line("/proc/self/maps", tag_if_match, &q);
 }
 
 EXPORT void spelunk_abi_v1_tag_mapping(const char *name, const void *addr)

@@ -5,14 +5,24 @@
 //! images of one pid), as text lines into a shared file mapping (docs/runtime.md, "Log
 //! format"). A process that ended with `_exit`, a fatal signal or SIGKILL leaves a log without
 //! its trailer and with zero bytes after the last line; a line cut by such an end, or damaged,
-//! is counted in [`RuntimeLog::damaged_lines`], never fatal. Times are CLOCK_MONOTONIC ns.
+//! is counted in [`RuntimeLog::damaged_lines`], never fatal. Times are CLOCK_MONOTONIC ns (in
+//! a `spelunk-rt/2` log the lines carry them relative to the header's, added back here).
+//!
+//! With `SPELUNK_TRACK_RSS` (or NMO's `NMO_TRACK_RSS`) every process's log also holds its
+//! resident memory per NUMA node and mapping class over time (`R` lines); [`merge_logs`] sums
+//! the processes' series into the sidecar's capacity timeline ([`combine_capacity`]) when the
+//! recorder did not sample capacity itself.
 
-use spelunk_perf::sidecar::{Allocation, NamedObject, Phase};
+use spelunk_perf::sidecar::{
+    Allocation, CapacitySample, CapacityTimeline, NamedObject, NodeResident, Phase,
+};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-/// The first line's tag.
-pub const RUNTIME_LOG_SCHEMA: &str = "spelunk-rt/1";
+/// The first line's tag of the logs the runtime writes now.
+pub const RUNTIME_LOG_SCHEMA: &str = "spelunk-rt/2";
+/// Every first-line tag read: `/1` (no header settings, no `R`/`N` lines) and `/2`.
+pub const RUNTIME_LOG_SCHEMAS: [&str; 2] = ["spelunk-rt/1", "spelunk-rt/2"];
 
 /// Largest log read (the runtime reserves 1 GiB of address space for one by default).
 const MAX_LOG_BYTES: u64 = 4 << 30;
@@ -129,6 +139,17 @@ pub struct RuntimeLog {
     /// Lines that did not parse (cut by a sudden end, or damaged), with the first one's offset.
     pub damaged_lines: u64,
     pub first_damage_offset: Option<u64>,
+    /// The header's `key=value` settings (`spelunk-rt/2`): `clock`, `rss_interval_ns`, and
+    /// NMO's SPE settings `spe_period`, `spe_mode`, `spe_ring_mib`, `spe_aux_mib` when given
+    /// (docs/runtime.md, "NMO's variables"). Numbers are hex, as everywhere in the log.
+    pub settings: BTreeMap<String, String>,
+    /// What the runtime noted about its configuration (`N` lines: an invalid value, a sampler
+    /// that could not start), `VARIABLE text`.
+    pub notes: Vec<String>,
+    /// Resident memory samples of this process (`R` lines), `processes` 1, in log order.
+    pub capacity: Vec<CapacitySample>,
+    /// Where the samples came from: `numa_maps` or `smaps` (no NUMA support: node unknown).
+    pub capacity_source: Option<String>,
 }
 
 /// Why a log could not be read at all.
@@ -216,6 +237,7 @@ impl RuntimeLog {
         let mut maps: BTreeMap<(u64, u64, u64), MapLine> = BTreeMap::new();
         let mut offset = 0u64;
         let mut first = true;
+        let mut base_ns = 0u64;
         for raw in bytes.split(|&b| b == b'\n') {
             let here = offset;
             offset += raw.len() as u64 + 1;
@@ -231,12 +253,19 @@ impl RuntimeLog {
             if first {
                 first = false;
                 let mut f = line.split(' ');
-                if f.next() != Some(RUNTIME_LOG_SCHEMA) {
+                if !f.next().is_some_and(|t| RUNTIME_LOG_SCHEMAS.contains(&t)) {
                     return Err(RuntimeLogError::NotALog {
                         path: path.to_path_buf(),
                     });
                 }
-                let v: Vec<u64> = f.filter_map(hex).collect();
+                let (settings, numbers): (Vec<&str>, Vec<&str>) =
+                    f.partition(|field| field.contains('='));
+                log.settings = settings
+                    .iter()
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect();
+                let v: Vec<u64> = numbers.into_iter().filter_map(hex).collect();
                 if v.len() < 4 {
                     return Err(RuntimeLogError::NotALog {
                         path: path.to_path_buf(),
@@ -246,6 +275,10 @@ impl RuntimeLog {
                 log.ppid = v[1] as u32;
                 log.start_ns = v[2];
                 log.alloc_min_bytes = v[3];
+                // From /2 on, lines carry times relative to the header's.
+                if line.starts_with(RUNTIME_LOG_SCHEMA) {
+                    base_ns = log.start_ns;
+                }
                 continue;
             }
             if let Some(m) = line.strip_prefix("m ") {
@@ -258,7 +291,22 @@ impl RuntimeLog {
                 }
                 continue;
             }
-            match parse_event(line) {
+            if let Some(note) = line.strip_prefix("N ") {
+                // `N TID T VARIABLE TEXT`
+                log.notes.push(rest_after(note, 2).to_string());
+                continue;
+            }
+            if line.starts_with("R ") {
+                match parse_resident(line, base_ns) {
+                    Some((source, sample)) => {
+                        log.capacity_source.get_or_insert_with(|| source.into());
+                        log.capacity.push(sample);
+                    }
+                    None => log.damage(here),
+                }
+                continue;
+            }
+            match parse_event(line, base_ns) {
                 Some(Parsed::Event(e)) => log.events.push(e),
                 Some(Parsed::Trailer { dropped }) => {
                     log.ended_cleanly = true;
@@ -305,7 +353,10 @@ impl RuntimeLog {
     /// lifetimes (a block never freed lives until `u64::MAX`).
     pub fn to_sidecar(&self, end_ns: u64) -> RuntimeParts {
         let pid = Some(self.pid);
-        let mut parts = RuntimeParts::default();
+        let mut parts = RuntimeParts {
+            capacity: self.capacity.clone(),
+            ..Default::default()
+        };
         let mut open_phases: HashMap<u32, Vec<(String, u64)>> = HashMap::new();
         let mut open_objects: HashMap<u64, usize> = HashMap::new();
         let mut live: HashMap<u64, usize> = HashMap::new();
@@ -452,16 +503,55 @@ fn trim_zeros(raw: &[u8]) -> &[u8] {
     &raw[start..end]
 }
 
+/// `R TID T n NODE HEAP ANON FILE STACK...` (per node, numa_maps) or `R TID T s - HEAP ANON
+/// FILE STACK` (smaps, node unknown): one resident-memory sample, in bytes.
+fn parse_resident(line: &str, base_ns: u64) -> Option<(&'static str, CapacitySample)> {
+    let mut f = line.split(' ').skip(2);
+    let time_ns = base_ns.checked_add(hex(f.next()?)?)?;
+    let source = match f.next()? {
+        "n" => "numa_maps",
+        "s" => "smaps",
+        _ => return None,
+    };
+    let fields: Vec<&str> = f.collect();
+    if fields.len() % 5 != 0 {
+        return None;
+    }
+    let mut nodes = Vec::with_capacity(fields.len() / 5);
+    for g in fields.chunks(5) {
+        let node = match g[0] {
+            "-" => None,
+            n => Some(hex32(n)?),
+        };
+        nodes.push(NodeResident {
+            node,
+            heap_bytes: hex(g[1])?,
+            anon_bytes: hex(g[2])?,
+            file_bytes: hex(g[3])?,
+            stack_bytes: hex(g[4])?,
+        });
+    }
+    Some((
+        source,
+        CapacitySample {
+            time_ns,
+            processes: 1,
+            nodes,
+        },
+    ))
+}
+
 enum Parsed {
     Event(RuntimeEvent),
     Trailer { dropped: u64 },
 }
 
-fn parse_event(line: &str) -> Option<Parsed> {
+/// One event line; `base_ns` is added to its time (the header's time from `spelunk-rt/2` on).
+fn parse_event(line: &str, base_ns: u64) -> Option<Parsed> {
     let mut f = line.split(' ');
     let kind = f.next()?;
     let tid = hex32(f.next()?)?;
-    let time_ns = hex(f.next()?)?;
+    let time_ns = base_ns.checked_add(hex(f.next()?)?)?;
     let ev = match kind {
         "B" | "E" => {
             let name = rest_after(line, 3).to_string();
@@ -527,6 +617,8 @@ pub struct RuntimeParts {
     pub phases: Vec<Phase>,
     pub objects: Vec<NamedObject>,
     pub allocations: Vec<Allocation>,
+    /// This process's resident memory samples (see [`combine_capacity`] for several).
+    pub capacity: Vec<CapacitySample>,
     /// Phase ends with no open phase on their thread.
     pub unmatched_phase_ends: u64,
 }
@@ -552,7 +644,55 @@ impl RuntimeParts {
             shift(&mut a.from_ns);
             shift(&mut a.until_ns);
         }
+        for c in &mut self.capacity {
+            shift(&mut c.time_ns);
+        }
     }
+}
+
+/// The resident memory of several processes over time, from each one's own samples: at every
+/// time any process sampled, the sum per node and class over the processes alive then, each
+/// counted with its latest sample. A process counts from its first sample to its last (the
+/// runtime samples once more at a clean exit, so the last sample is close to its end; one that
+/// ended suddenly counts until its last periodic sample). `processes` says how many were
+/// summed. Each series must be in time order; the result is.
+pub fn combine_capacity(series: &[Vec<CapacitySample>]) -> Vec<CapacitySample> {
+    let mut times: Vec<u64> = series.iter().flatten().map(|s| s.time_ns).collect();
+    times.sort_unstable();
+    times.dedup();
+    let mut at = vec![0usize; series.len()];
+    let mut out = Vec::with_capacity(times.len());
+    for t in times {
+        let mut nodes: BTreeMap<Option<u32>, NodeResident> = BTreeMap::new();
+        let mut processes = 0u32;
+        for (i, s) in series.iter().enumerate() {
+            while at[i] + 1 < s.len() && s[at[i] + 1].time_ns <= t {
+                at[i] += 1;
+            }
+            let (Some(first), Some(last)) = (s.first(), s.last()) else {
+                continue;
+            };
+            if t < first.time_ns || t > last.time_ns {
+                continue;
+            }
+            processes += 1;
+            for n in &s[at[i]].nodes {
+                let sum = nodes.entry(n.node).or_insert_with(|| NodeResident {
+                    node: n.node,
+                    ..Default::default()
+                });
+                for c in spelunk_perf::sidecar::MappingClass::ALL {
+                    sum.add(c, n.bytes(c));
+                }
+            }
+        }
+        out.push(CapacitySample {
+            time_ns: t,
+            processes,
+            nodes: nodes.into_values().collect(),
+        });
+    }
+    out
 }
 
 /// `libspelunk.so`, for `spelunk record` to preload: `SPELUNK_RUNTIME` (the file), else
@@ -630,13 +770,18 @@ pub struct MergeSummary {
     pub phases: usize,
     pub objects: usize,
     pub allocations: usize,
+    /// Resident memory samples put into the sidecar's capacity timeline (0 when the runtime
+    /// did not sample, or the recorder's own sampler already gave one).
+    pub capacity_samples: usize,
     /// Problems worth a line each (a damaged or unreadable log, dropped events).
     pub problems: Vec<String>,
 }
 
 /// Reads every log of `base` (`BASE.rt.*`), moves its times by `offset_ns` onto the
 /// recording's clock, adds phases, objects and allocations to `sidecar`, and removes the logs
-/// it read. `end_ns` (recording clock) ends what is still open.
+/// it read. `end_ns` (recording clock) ends what is still open. When the logs hold resident
+/// memory samples and the sidecar has no capacity timeline yet (the recorder did not sample
+/// one), the processes' series, summed per time ([`combine_capacity`]), become it.
 pub fn merge_logs(
     base: &Path,
     offset_ns: i64,
@@ -655,6 +800,9 @@ pub fn merge_logs(
         }
     };
     let end_mono = end_ns.saturating_add_signed(offset_ns.saturating_neg());
+    let mut capacity: Vec<Vec<CapacitySample>> = Vec::new();
+    let mut sources: Vec<String> = Vec::new();
+    let mut interval_ns: Option<u64> = None;
     for path in paths {
         let log = match RuntimeLog::read(&path) {
             Ok(l) => l,
@@ -678,8 +826,22 @@ pub fn merge_logs(
                 log.dropped_events
             ));
         }
+        for note in &log.notes {
+            m.problems
+                .push(format!("{}: the runtime noted: {note}", path.display()));
+        }
         let mut parts = log.to_sidecar(end_mono);
         parts.shift_time(offset_ns);
+        if !parts.capacity.is_empty() {
+            if let Some(source) = &log.capacity_source {
+                if !sources.contains(source) {
+                    sources.push(source.clone());
+                }
+            }
+            let every = log.settings.get("rss_interval_ns").and_then(|v| hex(v));
+            interval_ns = interval_ns.or(every);
+            capacity.push(std::mem::take(&mut parts.capacity));
+        }
         m.logs += 1;
         m.phases += parts.phases.len();
         m.objects += parts.objects.len();
@@ -688,6 +850,30 @@ pub fn merge_logs(
         sidecar.objects.extend(parts.objects);
         sidecar.allocations.extend(parts.allocations);
         let _ = std::fs::remove_file(&path);
+    }
+    if !capacity.is_empty() && sidecar.capacity.is_none() {
+        let samples = combine_capacity(&capacity);
+        m.capacity_samples = samples.len();
+        let mut notes = vec![format!(
+            "sampled inside each of {} process image(s) by the runtime (libspelunk.so, \
+             SPELUNK_TRACK_RSS) and summed per time over the processes alive then",
+            capacity.len()
+        )];
+        if sources.len() > 1 {
+            notes.push(format!(
+                "sources differ between processes: {}",
+                sources.join(", ")
+            ));
+        }
+        sidecar.capacity = Some(CapacityTimeline {
+            source: sources
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "numa_maps".into()),
+            interval_ns: interval_ns.unwrap_or(0),
+            samples,
+            notes,
+        });
     }
     m
 }
@@ -824,6 +1010,122 @@ Z 65 3f6 2\n\0\0\0\0";
         assert!(!log.ended_cleanly);
         assert_eq!(log.damaged_lines, 1);
         assert_eq!(log.to_sidecar(0).allocations.len(), 1);
+    }
+
+    /// A `spelunk-rt/2` log of a process sampled three times, on two NUMA nodes, with a note.
+    const LOG2: &str = "spelunk-rt/2 c8 64 3e8 1000 clock=monotonic rss_interval_ns=989680 \
+spe_period=2710 spe_mode=perp spe_ring_mib=4\n\
+N c8 3e9 NMO_AUXBUFSIZE is 0: taken as 1 MiB, as NMO does\n\
+B c8 10 work\n\
+E c8 20 work\n\
+R c9 400 n 0 1000 2000 3000 4000 1 0 100000 0 0\n\
+R c9 500 n 0 2000 2000 3000 4000\n\
+R c9 600 x 0 1 2 3\n\
+R c8 700 n 0 5000 2000 3000 4000\n\
+Z c8 701 0\n";
+
+    #[test]
+    fn a_version_2_header_gives_its_settings_and_r_lines_give_resident_bytes() {
+        let log = RuntimeLog::parse(Path::new("x.rt.c8.0"), LOG2.as_bytes()).unwrap();
+        assert_eq!((log.pid, log.ppid, log.start_ns), (200, 100, 1000));
+        assert_eq!(log.settings["spe_mode"], "perp");
+        assert_eq!(log.settings["spe_period"], "2710"); // 10000
+        assert_eq!(log.settings["rss_interval_ns"], "989680"); // 10 ms
+        assert_eq!(
+            log.notes,
+            vec!["NMO_AUXBUFSIZE is 0: taken as 1 MiB, as NMO does"]
+        );
+        assert_eq!(log.damaged_lines, 1, "the R line with an unknown source");
+        assert_eq!(log.capacity_source.as_deref(), Some("numa_maps"));
+        // Times are relative to the header's (0x3e8) in a /2 log.
+        let times: Vec<u64> = log.capacity.iter().map(|c| c.time_ns).collect();
+        assert_eq!(times, vec![0x7e8, 0x8e8, 0xae8]);
+        let p = log.to_sidecar(u64::MAX);
+        assert_eq!((p.phases[0].start_ns, p.phases[0].end_ns), (0x3f8, 0x408));
+        let first = &log.capacity[0];
+        assert_eq!(first.nodes.len(), 2);
+        assert_eq!(
+            (first.nodes[1].node, first.nodes[1].anon_bytes),
+            (Some(1), 0x100000)
+        );
+        assert_eq!(
+            first.all_nodes().total_bytes(),
+            0x1000 + 0x2000 + 0x3000 + 0x4000 + 0x100000
+        );
+        let smaps = RuntimeLog::parse(
+            Path::new("s"),
+            b"spelunk-rt/2 1 1 0 1000\nR 2 10 s - 1 2 3 4\n",
+        )
+        .unwrap();
+        assert_eq!(smaps.capacity_source.as_deref(), Some("smaps"));
+        assert_eq!(smaps.capacity[0].nodes[0].node, None);
+        assert_eq!(smaps.capacity[0].nodes[0].stack_bytes, 4);
+    }
+
+    fn sample(time_ns: u64, heap_bytes: u64) -> CapacitySample {
+        CapacitySample {
+            time_ns,
+            processes: 1,
+            nodes: vec![NodeResident {
+                node: Some(0),
+                heap_bytes,
+                ..Default::default()
+            }],
+        }
+    }
+
+    #[test]
+    fn processes_are_summed_at_every_time_with_their_latest_sample_while_alive() {
+        // Parent 10 -> 30 -> 50 at t 0, 20, 40; child 7 at t 10 and 30, then gone.
+        let parent = vec![sample(0, 10), sample(20, 30), sample(40, 50)];
+        let child = vec![sample(10, 7), sample(30, 7)];
+        let got: Vec<(u64, u32, u64)> = combine_capacity(&[parent, child])
+            .iter()
+            .map(|s| (s.time_ns, s.processes, s.all_nodes().heap_bytes))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 1, 10),
+                (10, 2, 17),
+                (20, 2, 37),
+                (30, 2, 37),
+                (40, 1, 50)
+            ]
+        );
+    }
+
+    #[test]
+    fn merged_resident_samples_become_the_capacity_timeline_unless_one_exists() {
+        let dir = std::env::temp_dir().join(format!("spelunk-rt-cap-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let base = dir.join("log");
+        std::fs::write(dir.join("log.rt.c8.0"), LOG2).unwrap();
+        let mut sc = spelunk_perf::sidecar::Sidecar::new("hardware");
+        let m = merge_logs(&base, -0x100, 0x2000, &mut sc);
+        assert_eq!(m.capacity_samples, 3);
+        assert!(
+            m.problems.iter().any(|p| p.contains("NMO_AUXBUFSIZE")),
+            "{m:?}"
+        );
+        let cap = sc.capacity.as_ref().expect("capacity timeline");
+        assert_eq!(cap.source, "numa_maps");
+        assert_eq!(cap.interval_ns, 10_000_000);
+        assert_eq!(cap.samples[0].time_ns, 0x3e8 + 0x400 - 0x100);
+        assert_eq!(cap.samples[2].all_nodes().heap_bytes, 0x5000);
+
+        // The recorder's own timeline is kept.
+        std::fs::write(dir.join("log.rt.c8.0"), LOG2).unwrap();
+        let own = CapacityTimeline {
+            source: "smaps".into(),
+            ..Default::default()
+        };
+        sc.capacity = Some(own.clone());
+        let m = merge_logs(&base, 0, 0x2000, &mut sc);
+        assert_eq!(m.capacity_samples, 0);
+        assert_eq!(sc.capacity, Some(own));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!
 //! Needs gcc and addr2line; skipped without them unless SPELUNK_REQUIRE_RUNTIME=1 (make test).
 
+use spelunk_perf::sidecar::MappingClass;
 use spelunk_record::runtime_log::{RuntimeLog, RuntimeParts};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -127,18 +128,7 @@ fn an_unmodified_program_keeps_its_output_and_every_process_logs_its_allocation_
     assert_eq!(traced.stderr, plain.stderr);
     assert!(String::from_utf8_lossy(&plain.stdout).contains("reused 1"));
 
-    let logs: Vec<RuntimeLog> = RuntimeLog::find(&base)
-        .unwrap()
-        .iter()
-        .map(|p| RuntimeLog::read(p).unwrap())
-        .collect();
-    // The program, its forked child, the exec child before and after exec.
-    assert_eq!(
-        logs.len(),
-        4,
-        "{:?}",
-        logs.iter().map(|l| &l.path).collect::<Vec<_>>()
-    );
+    let logs = program_fork_and_exec_logs(&base);
     let main_pid = traced_pid(&logs);
     let main = logs.iter().find(|l| l.pid == main_pid).unwrap();
     assert!(main.ended_cleanly);
@@ -236,6 +226,23 @@ fn an_unmodified_program_keeps_its_output_and_every_process_logs_its_allocation_
     assert_eq!(line_of(exec_img, &exe, a.stack[0]), Some(site("exec")));
 }
 
+/// The logs of a program that forks once and execs once: the program, its forked child, the
+/// exec child before and after exec.
+fn program_fork_and_exec_logs(base: &Path) -> Vec<RuntimeLog> {
+    let logs: Vec<RuntimeLog> = RuntimeLog::find(base)
+        .unwrap()
+        .iter()
+        .map(|p| RuntimeLog::read(p).unwrap())
+        .collect();
+    assert_eq!(
+        logs.len(),
+        4,
+        "{:?}",
+        logs.iter().map(|l| &l.path).collect::<Vec<_>>()
+    );
+    logs
+}
+
 /// The pid whose parent is not among the logs.
 fn traced_pid(logs: &[RuntimeLog]) -> u32 {
     let pids: Vec<u32> = logs.iter().map(|l| l.pid).collect();
@@ -250,23 +257,38 @@ fn a_program_written_against_nmos_api_builds_unchanged_and_gives_phases_and_obje
     let Some(dir) = setup("nmo") else { return };
     let lib = dir.join("lib");
     let exe = compile(&dir, "nmo_api.c", &["-L", lib.to_str().unwrap(), "-lnmo"]);
-    let run = |enable: bool| {
+    // NMO's variables only (its USAGE), with NMO's meanings.
+    let run = |env: &[(&str, &str)]| {
         let mut c = Command::new(&exe);
         c.current_dir(&dir)
             .env("LD_LIBRARY_PATH", &lib)
-            .env("NMO_NAME", dir.join("nmo"));
-        if enable {
-            c.env("NMO_ENABLE", "1");
-        }
+            .env("NMO_NAME", dir.join("nmo"))
+            .envs(env.iter().copied());
         c.output().unwrap()
     };
-    let off = run(false);
+    let off = run(&[]);
     assert!(off.status.success());
     assert!(
         RuntimeLog::find(&dir.join("nmo")).unwrap().is_empty(),
         "disabled: no log"
     );
-    let on = run(true);
+    // NMO_TARGET names another program: this one is not profiled.
+    let other = run(&[("NMO_ENABLE", "1"), ("NMO_TARGET", "not_this_one")]);
+    assert_eq!(other.stdout, off.stdout);
+    assert!(
+        RuntimeLog::find(&dir.join("nmo")).unwrap().is_empty(),
+        "another target: no log"
+    );
+    let on = run(&[
+        ("NMO_ENABLE", "1"),
+        ("NMO_TARGET", "nmo_api"),
+        ("NMO_PIDNAME", "1"),
+        ("NMO_MODE", "perp"),
+        ("NMO_PERIOD", "10000"),
+        // NMO rounds a buffer size down to a power of two, and takes 0 as 1 MiB.
+        ("NMO_BUFSIZE", "5"),
+        ("NMO_AUXBUFSIZE", "0"),
+    ]);
     assert_eq!(on.status.code(), Some(0));
     assert_eq!(on.stdout, off.stdout);
     // sum of 0..65535
@@ -274,6 +296,18 @@ fn a_program_written_against_nmos_api_builds_unchanged_and_gives_phases_and_obje
     let logs = RuntimeLog::find(&dir.join("nmo")).unwrap();
     assert_eq!(logs.len(), 1);
     let log = RuntimeLog::read(&logs[0]).unwrap();
+    // The SPE settings are kept in the header for a recorder that samples.
+    let setting = |k: &str| log.settings.get(k).map(String::as_str);
+    assert_eq!(setting("spe_mode"), Some("perp"));
+    assert_eq!(setting("spe_period"), Some("2710")); // 10000
+    assert_eq!(setting("spe_ring_mib"), Some("4"));
+    assert_eq!(setting("spe_aux_mib"), Some("1"));
+    assert_eq!(log.notes.len(), 1, "{:?}", log.notes);
+    assert!(
+        log.notes[0].starts_with("NMO_AUXBUFSIZE "),
+        "{:?}",
+        log.notes
+    );
     let p = parts_of(&log);
     let phases: Vec<_> = p
         .phases
@@ -305,4 +339,119 @@ fn a_program_written_against_nmos_api_builds_unchanged_and_gives_phases_and_obje
         .find(|m| m.path == "[heap]")
         .expect("[heap] in maps");
     assert_eq!(heap.address, heap_map.start);
+}
+
+/// Figures of runtime/tests/capacity.c (its #defines): touched memory each image holds.
+const HEAP_BYTES: u64 = 16 << 20;
+const ANON_BYTES: u64 = 32 << 20;
+const CHILD_BYTES: u64 = 8 << 20;
+
+/// The rise of a class over a log's samples: its largest value minus its first.
+fn rise(log: &RuntimeLog, class: MappingClass) -> u64 {
+    let bytes: Vec<u64> = log
+        .capacity
+        .iter()
+        .map(|s| s.all_nodes().bytes(class))
+        .collect();
+    let first = bytes.first().copied().unwrap_or(0);
+    bytes
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(first)
+}
+
+/// Runs capacity.c with `env`, checks its output and exit status against a plain run, and
+/// checks each image's resident memory rises by what it holds; the logs then merge into a
+/// capacity timeline.
+fn capacity_run(name: &str, env: &[(&str, &str)]) {
+    let Some(dir) = setup(name) else { return };
+    let exe = compile(&dir, "capacity.c", &["-lpthread"]);
+    let plain = Command::new(&exe).current_dir(&dir).output().unwrap();
+    let base = dir.join("rec");
+    let mut c = Command::new(&exe);
+    c.current_dir(&dir)
+        .env("LD_PRELOAD", dir.join("lib/libspelunk.so"))
+        .envs(env.iter().copied());
+    for (k, _) in env {
+        assert!(!k.starts_with("SPELUNK_OUTPUT") && !k.starts_with("NMO_NAME"));
+    }
+    let traced = if env.iter().any(|(k, _)| k.starts_with("NMO_")) {
+        c.env("NMO_NAME", &base).output().unwrap()
+    } else {
+        c.env("SPELUNK_OUTPUT", &base).output().unwrap()
+    };
+    assert_eq!(plain.status.code(), Some(5));
+    assert_eq!(traced.status.code(), Some(5));
+    assert_eq!(traced.stdout, plain.stdout);
+    assert_eq!(traced.stderr, plain.stderr);
+    assert!(String::from_utf8_lossy(&plain.stdout).contains("exec child held 8 MiB"));
+
+    let logs = program_fork_and_exec_logs(&base);
+    for l in &logs {
+        assert!(
+            !l.capacity.is_empty(),
+            "{}: no capacity sample",
+            l.path.display()
+        );
+        assert_eq!(l.damaged_lines, 0, "{}", l.path.display());
+        assert!(l.notes.is_empty(), "{:?}", l.notes);
+    }
+    let main_pid = traced_pid(&logs);
+    let main = logs.iter().find(|l| l.pid == main_pid).unwrap();
+    assert!(main.ended_cleanly);
+    assert!(
+        rise(main, MappingClass::Heap) >= HEAP_BYTES,
+        "{:?}",
+        main.capacity
+    );
+    assert!(
+        rise(main, MappingClass::Anon) >= ANON_BYTES,
+        "{:?}",
+        main.capacity
+    );
+    let children: Vec<&RuntimeLog> = logs.iter().filter(|l| l.ppid == main_pid).collect();
+    let exec_img = children
+        .iter()
+        .find(|l| l.path.to_string_lossy().ends_with(".1"))
+        .expect("exec'd image's log");
+    let fork_child = children
+        .iter()
+        .find(|l| l.pid != exec_img.pid)
+        .expect("fork child's log");
+    assert!(fork_child.ended_cleanly);
+    assert!(rise(fork_child, MappingClass::Heap) >= CHILD_BYTES);
+    assert!(exec_img.ended_cleanly);
+    assert!(rise(exec_img, MappingClass::Heap) >= CHILD_BYTES);
+
+    // Merged: one timeline, summed over the processes alive at each time.
+    let mut sc = spelunk_perf::sidecar::Sidecar::new("timelines");
+    let m = spelunk_record::runtime_log::merge_logs(&base, 0, u64::MAX - 1, &mut sc);
+    assert_eq!(m.logs, 4);
+    let cap = sc.capacity.expect("a capacity timeline");
+    assert_eq!(m.capacity_samples, cap.samples.len());
+    assert_eq!(cap.source, "numa_maps");
+    assert!(cap.peak_per_class().heap_bytes >= HEAP_BYTES);
+    assert!(cap.peak_per_class().anon_bytes >= ANON_BYTES);
+    // The program was alive while its children sampled.
+    assert!(cap.samples.iter().any(|s| s.processes >= 2));
+}
+
+#[test]
+fn capacity_of_a_threaded_program_that_forks_and_execs_rises_by_what_each_image_holds() {
+    capacity_run(
+        "capacity",
+        &[
+            ("SPELUNK_ENABLE", "1"),
+            ("SPELUNK_TRACK_RSS", "1"),
+            ("SPELUNK_RSS_INTERVAL_MS", "20"),
+        ],
+    );
+}
+
+#[test]
+fn capacity_through_nmos_variables_alone() {
+    // NMO's meaning: defined is on, whatever the value; its one-second interval.
+    capacity_run("capacity-nmo", &[("NMO_ENABLE", ""), ("NMO_TRACK_RSS", "")]);
 }
