@@ -226,17 +226,17 @@ fn timelines_only_sidecar(file: &Path) -> Option<PathBuf> {
     (!file.exists() && sidecar.exists()).then_some(sidecar)
 }
 
-/// `spelunk report` of a `--no-spe` recording: the timelines in text, JSON or HTML.
-fn run_timelines_only(args: &ReportArgs, sidecar: &Path) -> anyhow::Result<ExitCode> {
+/// `spelunk report` of a recording without samples (`--no-spe`, or the runtime's logs alone):
+/// the timelines in text, JSON or HTML. `file` names it.
+fn run_timelines_only(args: &ReportArgs, sc: Sidecar, file: &str) -> anyhow::Result<ExitCode> {
     if args.c2c || args.symbol.is_some() || args.pc_range.is_some() || args.topdown.is_some() {
         bail!(
-            "{}: a recording without SPE samples (spelunk record --no-spe) has only its \
-             timelines; --c2c, --symbol, --pc-range and --topdown need samples",
-            sidecar.display()
+            "{file}: a recording without SPE samples (spelunk record --no-spe, or the \
+             runtime's logs) has only its timelines; --c2c, --symbol, --pc-range and --topdown \
+             need samples"
         );
     }
-    let sc = Sidecar::read(sidecar)?;
-    let file = sidecar.display().to_string();
+    let file = file.to_string();
     let Some(mut report) = spelunk_analysis::timelines::timelines_report(&sc, &file) else {
         bail!(
             "{file}: this sidecar has no timelines (no config.timeline_clock, no capacity), and \
@@ -277,13 +277,23 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
             &inputs,
             &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
         )?;
-        return run_timelines_only(&args, &sidecar);
+        let sc = Sidecar::read(&sidecar)?;
+        return run_timelines_only(&args, sc, &sidecar.display().to_string());
     }
     if !args.file.exists() {
+        // A run of the LD_PRELOAD runtime alone: its logs BASE.rt.PID.N (kept as they are).
+        if let Some((sc, merged)) = spelunk_record::runtime_log::sidecar_from_logs(&args.file) {
+            for p in &merged.problems {
+                eprintln!("spelunk report: warning: {p}");
+            }
+            let name = format!("{}.rt.*", args.file.display());
+            return run_timelines_only(&args, sc, &name);
+        }
         bail!(
             "{}: no such file. A `spelunk record --no-spe` recording is only its sidecar \
              ({}): `spelunk report` reads it when given FILE.spelunk.json, or FILE when FILE \
-             does not exist and its sidecar does",
+             does not exist and its sidecar does; for the logs of the runtime run alone \
+             (SPELUNK_OUTPUT=BASE), give BASE",
             args.file.display(),
             Sidecar::path_for(&args.file).display()
         );

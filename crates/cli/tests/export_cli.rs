@@ -112,7 +112,11 @@ fn recordings_append_as_partitions_that_match_the_report_and_are_never_overwritt
             h["dso"].as_str().unwrap().to_string(),
             h["function"].as_str().unwrap().to_string(),
         );
-        assert_eq!(fa.get(&key), h["samples"].as_u64().as_ref(), "{key:?} in {fa:?}");
+        assert_eq!(
+            fa.get(&key),
+            h["samples"].as_u64().as_ref(),
+            "{key:?} in {fa:?}"
+        );
     }
 
     // appending the same partition again is refused, and the partition is untouched

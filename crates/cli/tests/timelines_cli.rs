@@ -403,3 +403,70 @@ fn clear_errors_around_no_spe() {
         text(&o.stderr)
     );
 }
+
+/// The runtime run alone (`LD_PRELOAD=libspelunk.so SPELUNK_ENABLE=1 SPELUNK_OUTPUT=BASE`) leaves
+/// only its logs; `spelunk report BASE` reads them (and leaves them): capacity summed over the
+/// processes alive at each time and phases, on the logs' clock from the first process's start.
+/// The logs are written here by hand (docs/runtime.md "Log format"), so every figure below is
+/// read off them.
+#[test]
+fn the_runtimes_logs_alone_give_capacity_and_phases() {
+    let dir = std::env::temp_dir().join(format!("spelunk-rt-logs-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // parent 0xc8 starts at 1000 ns; child 0xc9 at 1100 ns; times are hex offsets from the
+    // header's; R lines: node, heap, anon, file, stack bytes (hex)
+    let parent = "spelunk-rt/2 c8 64 3e8 1000 clock=monotonic rss_interval_ns=64\n\
+B c8 10 work\n\
+R c8 100 n 0 1000 0 0 0\n\
+E c8 200 work\n\
+R c8 300 n 0 3000 0 0 0\n\
+Z c8 301 0\n";
+    let child = "spelunk-rt/2 c9 c8 44c 1000 clock=monotonic rss_interval_ns=64\n\
+R c9 64 n 0 0 2000 0 0\n\
+R c9 400 n 0 0 2000 0 0\n\
+Z c9 401 0\n";
+    std::fs::write(dir.join("run.rt.c8.0"), parent).unwrap();
+    std::fs::write(dir.join("run.rt.c9.0"), child).unwrap();
+    let o = spelunk(&["report", "run", "--json"], &dir);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let t = &r["timelines"];
+    assert_eq!(t["clock"], "CLOCK_MONOTONIC");
+    assert_eq!(t["origin_ns"], 1000);
+    let points: Vec<(u64, u64, u64)> = t["capacity"]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["t_ns"].as_u64().unwrap(),
+                p["processes"].as_u64().unwrap(),
+                node_total(&p["all_nodes"]),
+            )
+        })
+        .collect();
+    // child 0x2000 at 1200 and 2124; parent 0x1000 at 1256 and 0x3000 at 1768, then ends
+    assert_eq!(
+        points,
+        vec![
+            (200, 1, 0x2000),
+            (256, 2, 0x1000 + 0x2000),
+            (768, 2, 0x3000 + 0x2000),
+            (1124, 1, 0x2000)
+        ]
+    );
+    let phases = t["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1);
+    assert_eq!(
+        (phases[0]["start_ns"].as_u64(), phases[0]["end_ns"].as_u64()),
+        (Some(16), Some(512))
+    );
+    // the logs are the user's: left as they were
+    assert_eq!(
+        std::fs::read_to_string(dir.join("run.rt.c8.0")).unwrap(),
+        parent
+    );
+    assert!(dir.join("run.rt.c9.0").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -78,6 +78,21 @@ pub enum RuntimeEvent {
     },
 }
 
+impl RuntimeEvent {
+    /// When it happened (the log's clock).
+    pub fn time_ns(&self) -> u64 {
+        match self {
+            RuntimeEvent::PhaseBegin { time_ns, .. }
+            | RuntimeEvent::PhaseEnd { time_ns, .. }
+            | RuntimeEvent::Object { time_ns, .. }
+            | RuntimeEvent::ObjectFree { time_ns, .. }
+            | RuntimeEvent::Range { time_ns, .. }
+            | RuntimeEvent::Alloc { time_ns, .. }
+            | RuntimeEvent::Release { time_ns, .. } => *time_ns,
+        }
+    }
+}
+
 /// Which call allocated a block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum AllocKind {
@@ -788,6 +803,56 @@ pub fn merge_logs(
     end_ns: u64,
     sidecar: &mut spelunk_perf::sidecar::Sidecar,
 ) -> MergeSummary {
+    merge(base, offset_ns, end_ns, sidecar, Logs::Remove)
+}
+
+/// Whether merging removes the logs it read (the recorder's private ones) or keeps them (the
+/// user's, from a run of the runtime alone).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logs {
+    Remove,
+    Keep,
+}
+
+/// The sidecar of a run of the runtime alone (`LD_PRELOAD=libspelunk.so SPELUNK_ENABLE=1
+/// SPELUNK_OUTPUT=BASE`): phases, objects, heap blocks and the capacity timeline of every log
+/// of `base`, on the logs' own clock (`CLOCK_MONOTONIC`), with what is still open at the end
+/// closed at the last time any log holds. The logs are left as they are. None when `base` has
+/// no logs.
+pub fn sidecar_from_logs(base: &Path) -> Option<(spelunk_perf::sidecar::Sidecar, MergeSummary)> {
+    let paths = RuntimeLog::find(base).ok().filter(|p| !p.is_empty())?;
+    // The first process's start is the timelines' origin; the last time of any log (events and
+    // resident-memory samples) ends what is still open.
+    let (mut start_ns, mut end_ns) = (u64::MAX, 0);
+    for log in paths.iter().filter_map(|p| RuntimeLog::read(p).ok()) {
+        start_ns = start_ns.min(log.start_ns);
+        let events = log.events.iter().map(RuntimeEvent::time_ns).max();
+        let capacity = log.capacity.iter().map(|c| c.time_ns).max();
+        end_ns = [events, capacity, Some(log.start_ns), Some(end_ns)]
+            .into_iter()
+            .flatten()
+            .max()
+            .unwrap_or(end_ns);
+    }
+    let mut sc = spelunk_perf::sidecar::Sidecar::new("runtime");
+    let m = merge(base, 0, end_ns, &mut sc, Logs::Keep);
+    let clock = crate::timeline::TIMELINE_CLOCK;
+    sc.config.insert("timeline_clock".into(), clock.into());
+    sc.config.insert("phases_clock".into(), clock.into());
+    if start_ns != u64::MAX {
+        sc.config
+            .insert("timeline_start_ns".into(), start_ns.into());
+    }
+    Some((sc, m))
+}
+
+fn merge(
+    base: &Path,
+    offset_ns: i64,
+    end_ns: u64,
+    sidecar: &mut spelunk_perf::sidecar::Sidecar,
+    logs: Logs,
+) -> MergeSummary {
     let mut m = MergeSummary::default();
     let paths = match RuntimeLog::find(base) {
         Ok(p) => p,
@@ -849,7 +914,9 @@ pub fn merge_logs(
         sidecar.phases.extend(parts.phases);
         sidecar.objects.extend(parts.objects);
         sidecar.allocations.extend(parts.allocations);
-        let _ = std::fs::remove_file(&path);
+        if logs == Logs::Remove {
+            let _ = std::fs::remove_file(&path);
+        }
     }
     if !capacity.is_empty() && sidecar.capacity.is_none() {
         let samples = combine_capacity(&capacity);
