@@ -93,6 +93,7 @@ pub fn timelines_report(sc: &Sidecar, file: &str) -> Option<Report> {
         recording: RecordingInfo {
             file: file.to_string(),
             duration_ns,
+            overhead: sc.overhead.clone(),
             ..Default::default()
         },
         hotspot_sort: "samples",

@@ -157,7 +157,11 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out
 
 pub fn render(r: &Report, opt: &TextOptions) -> String {
     if let Some(t) = r.timelines.as_ref().filter(|t| !t.spe) {
-        return crate::timelines_text::render_only(&r.recording.file, t, opt.rows);
+        let mut o = crate::timelines_text::render_only(&r.recording.file, t, opt.rows);
+        if let Some(ov) = &r.recording.overhead {
+            o.push_str(&crate::overhead_text::lines(ov, "  "));
+        }
+        return o;
     }
     let mut o = String::new();
     let rec = &r.recording;
@@ -218,6 +222,9 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         for n in &q.notes {
             let _ = writeln!(o, "    note: {n}");
         }
+    }
+    if let Some(ov) = &rec.overhead {
+        o.push_str(&crate::overhead_text::lines(ov, "  "));
     }
     match losses_block(&rec.losses, "", "  ") {
         Some(b) => o.push_str(&b),
