@@ -4,6 +4,9 @@
 
 use serde::Serialize;
 pub use spelunk_perf::sidecar::{Overhead, TimeSpread, TimedRun};
+pub use spelunk_pmu::intensity::{
+    ComputeAndPrefetch, OperationalIntensity, PrefetchEffect, Traffic,
+};
 
 pub mod c2c;
 /// An event asked for and not counted, with why (the sidecar's type).
@@ -442,4 +445,8 @@ pub struct Report {
     /// otherwise, so reports without them are unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timelines: Option<Timelines>,
+    /// Operational intensity and prefetcher figures from the sidecar's counter totals (NMO's
+    /// perp and pf modes; absent when the recording has no counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeAndPrefetch>,
 }

@@ -936,6 +936,7 @@ impl<'a> ProfileBuilder<'a> {
             },
             c2c: None,
             timelines: sidecar.and_then(|sc| crate::timelines::from_sidecar(sc, true)),
+            compute: sidecar.and_then(spelunk_pmu::intensity::from_sidecar),
         }
     }
 }

@@ -98,6 +98,7 @@ pub fn timelines_report(sc: &Sidecar, file: &str) -> Option<Report> {
         },
         hotspot_sort: "samples",
         timelines: Some(t),
+        compute: spelunk_pmu::intensity::from_sidecar(sc),
         ..Default::default()
     })
 }

@@ -8,6 +8,7 @@ pub mod check_text;
 pub mod diff_text;
 pub mod estimate_text;
 pub mod html;
+pub mod intensity_text;
 pub mod overhead_text;
 pub mod record_text;
 pub mod spe_tables;

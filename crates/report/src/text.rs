@@ -161,6 +161,9 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         if let Some(ov) = &r.recording.overhead {
             o.push_str(&crate::overhead_text::lines(ov, "  "));
         }
+        if let Some(c) = &r.compute {
+            o.push_str(&crate::intensity_text::render(c));
+        }
         return o;
     }
     let mut o = String::new();
@@ -433,6 +436,9 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
             ]);
         }
         tb.render(&mut o);
+    }
+    if let Some(c) = &r.compute {
+        o.push_str(&crate::intensity_text::render(c));
     }
     if let Some(t) = &r.timelines {
         o.push_str(&crate::timelines_text::render(t, opt.rows));
