@@ -313,6 +313,31 @@
           'sampling (FEED/POP); filter ' + ratio(q.filter_ratio) + ' (FILTRATE/FEED); collision ' + ratio(q.collision_ratio) + ' (COLLISION/POP)')));
       q.notes.forEach((n) => s.append(h('div', { class: 'warnbox', text: n })));
     }
+    const ov = rec.overhead;
+    if (ov) {
+      // [NMO paper §VII-A]: the command's recorded runs against its native runs (spelunk record --overhead).
+      const x = (v) => (v === null || v === undefined ? 'not available' : fmt.fixed(v, 2) + 'x');
+      s.append(h('div', { class: 'tiles', id: 'overhead' },
+        tile('tile-overhead', 'recording slowdown ([NMO paper §VII-A]; ' + ov.mode + ', ' + ov.runs + ' runs each)', x(ov.slowdown),
+          'median wall: native ' + fmt.ns(ov.native_wall.median_ns) + ', recorded ' + fmt.ns(ov.recorded_wall.median_ns) + '; CPU time ' + x(ov.cpu_slowdown))));
+    }
+    const cp = R.compute;
+    if (cp) {
+      // NMO's perp and pf modes from the counter totals (docs/report.md, "Compute and prefetch").
+      const it = cp.intensity;
+      const mem = it.traffic.length ? it.traffic[0] : null;
+      const perByte = (t) => (t === null ? '-' : t.flops_per_byte !== null ? fmt.fixed(t.flops_per_byte, 4) + ' FLOPs/B'
+        : t.fp_simd_instructions_per_byte !== null ? fmt.fixed(t.fp_simd_instructions_per_byte, 4) + ' FP/SIMD instr./B' : '-');
+      const pf = cp.prefetch;
+      s.append(h('div', { class: 'tiles', id: 'compute-prefetch' },
+        tile('tile-intensity', 'operational intensity (' + (mem ? mem.level : 'no traffic count') + ')', perByte(mem),
+          (it.flops !== null ? fmt.int(Math.round(it.flops)) + ' FLOPs = ' + it.flops_formula
+            : it.fp_simd_instructions !== null ? fmt.int(it.fp_simd_instructions) + ' FP/SIMD instructions (VFP_SPEC + ASE_SPEC), not FLOPs' : 'no FP count')
+          + (mem ? '; ' + fmt.int(mem.bytes) + ' B = ' + mem.formula : '') + '; ridge point ' + (it.ridge_flops_per_byte === null ? it.ridge_note : fmt.fixed(it.ridge_flops_per_byte, 3))),
+        tile('tile-prefetch', 'prefetch accuracy / coverage', fmt.pct(pf.accuracy) + ' / ' + fmt.pct(pf.coverage),
+          Object.keys(pf.counts).map((k) => k + ' ' + fmt.int(pf.counts[k])).join(', ') || 'no prefetch events counted')));
+      it.not_available.concat(pf.not_available.map((n) => 'prefetch ' + n)).forEach((n) => s.append(h('div', { class: 'note', text: 'not available: ' + n })));
+    }
     if (R.filter && R.filter.length) {
       s.append(h('div', { class: 'chips', id: 'filter' }, h('span', { class: 'note', text: 'filter:' }), R.filter.map((f) => h('span', { class: 'chip', text: f }))));
     }
