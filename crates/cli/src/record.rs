@@ -273,6 +273,7 @@ fn record_once(args: &RecordArgs) -> anyhow::Result<Once> {
             String::new()
         }
     );
+    eprint!("{}", emulated_accuracy(conv, args.period));
     if conv.samples == 0 {
         eprintln!(
             "spelunk record: warning: no operation was sampled (the program ran fewer than \
@@ -284,6 +285,31 @@ fn record_once(args: &RecordArgs) -> anyhow::Result<Once> {
         exit_code: rec.exit.code(),
         program_wall: rec.wall,
     })
+}
+
+/// The sampling-quality lines of a fresh emulated recording ([NMO paper eq. 1] accuracy with
+/// the emulator's mean interval, as `spelunk report` shows them), or nothing when its sidecar
+/// cannot be read back or has no counts.
+fn emulated_accuracy(conv: &spelunk_record::Conversion, period: u64) -> String {
+    let Ok(sc) = spelunk_perf::sidecar::Sidecar::read(&conv.sidecar) else {
+        return String::new();
+    };
+    let sampling = spelunk_analysis::model::Sampling {
+        requested_period: Some(period),
+        min_interval: None,
+        base_interval: None,
+        jitter: conv.jitter,
+        effective_interval: Some(conv.mean_interval.round() as u64),
+        note: None,
+    };
+    spelunk_analysis::profile::sampling_quality(
+        &sc,
+        conv.samples,
+        conv.memory_samples,
+        Some(&sampling),
+    )
+    .map(|q| spelunk_report::text::sampling_quality_lines(&q, "spelunk record: "))
+    .unwrap_or_default()
 }
 
 /// Checks shared by both recorders; returns the event filter.

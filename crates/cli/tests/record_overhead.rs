@@ -62,7 +62,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 /// Runs `record --overhead --runs N MODE -- sh -c '<count a run; print "out">'` and checks
 /// what every mode must give.
-fn check_overhead(name: &str, mode_args: &[&str], mode: &str, runs: usize, lib: Option<&Path>) {
+fn check_overhead(
+    name: &str,
+    mode_args: &[&str],
+    mode: &str,
+    runs: usize,
+    lib: Option<&Path>,
+) -> String {
     let dir = outdir(name);
     let runs_s = runs.to_string();
     let mut args = vec!["record", "--overhead", "--runs", &runs_s, "-o", "rec.data"];
@@ -130,17 +136,32 @@ fn check_overhead(name: &str, mode_args: &[&str], mode: &str, runs: usize, lib: 
         )),
         "{text}"
     );
+    stderr.into_owned()
 }
 
 #[test]
 fn overhead_without_spe_runs_the_command_2n_times() {
-    check_overhead("no-spe", &["--no-spe"], "no SPE", 3, None);
+    let _ = check_overhead("no-spe", &["--no-spe"], "no SPE", 3, None);
 }
 
 #[test]
 fn overhead_under_the_emulator_is_a_slowdown() {
     let Some(lib) = emulator_lib() else { return };
-    check_overhead("emulated", &["--emulate"], "emulated", 2, Some(&lib));
+    let stderr = check_overhead("emulated", &["--emulate"], "emulated", 2, Some(&lib));
+    // The closing summary has [NMO paper eq. 1] accuracy; its figure agrees with its own terms:
+    // 1 - |MEM_ACCESS - memory samples x interval| / MEM_ACCESS, recomputed here.
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("spelunk record: accuracy ([NMO paper eq. 1]): "))
+        .unwrap_or_else(|| panic!("no accuracy line: {stderr}"));
+    let nums: Vec<f64> = line
+        .split(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    // [1 (eq. 1), percent, 1, MEM_ACCESS, memory samples, interval, MEM_ACCESS, estimate]
+    let (pct, m, samples, interval) = (nums[1], nums[3], nums[4], nums[5]);
+    let want = 100.0 * (1.0 - (m - samples * interval).abs() / m);
+    assert!((pct - want).abs() < 0.06, "{line}: {want}");
     let sc: Value = serde_json::from_slice(
         &std::fs::read(outdir_existing("emulated").join("rec.data.spelunk.json")).unwrap(),
     )
