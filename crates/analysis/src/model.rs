@@ -3,6 +3,10 @@
 //! every number they show is the same number. Each field is defined in docs/report.md.
 
 use serde::Serialize;
+pub use spelunk_perf::sidecar::{Overhead, TimeSpread, TimedRun};
+pub use spelunk_pmu::intensity::{
+    ComputeAndPrefetch, OperationalIntensity, PrefetchEffect, Traffic,
+};
 
 pub mod c2c;
 /// An event asked for and not counted, with why (the sidecar's type).
@@ -275,6 +279,10 @@ pub struct RecordingInfo {
     pub sampling: Option<Sampling>,
     /// Present when the profile carries PMU counts (a sidecar).
     pub sampling_quality: Option<SamplingQuality>,
+    /// What recording cost the program (`spelunk record --overhead`, from the sidecar); absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Overhead>,
     pub losses: Losses,
     /// Mapped files that do not exist here (no symbols for them).
     pub missing_files: Vec<String>,
@@ -437,4 +445,8 @@ pub struct Report {
     /// otherwise, so reports without them are unchanged).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timelines: Option<Timelines>,
+    /// Operational intensity and prefetcher figures from the sidecar's counter totals (NMO's
+    /// perp and pf modes; absent when the recording has no counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeAndPrefetch>,
 }

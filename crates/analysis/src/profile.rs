@@ -900,6 +900,7 @@ impl<'a> ProfileBuilder<'a> {
                 recording.sampling.as_ref(),
             )
         });
+        recording.overhead = sidecar.and_then(|sc| sc.overhead.clone());
         recording.samples_decoded = self.acc.decoded;
         recording.samples_selected = selected;
         recording.first_time_ns = self.first_time_ns;
@@ -935,6 +936,7 @@ impl<'a> ProfileBuilder<'a> {
             },
             c2c: None,
             timelines: sidecar.and_then(|sc| crate::timelines::from_sidecar(sc, true)),
+            compute: sidecar.and_then(spelunk_pmu::intensity::from_sidecar),
         }
     }
 }

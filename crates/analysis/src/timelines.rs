@@ -93,10 +93,12 @@ pub fn timelines_report(sc: &Sidecar, file: &str) -> Option<Report> {
         recording: RecordingInfo {
             file: file.to_string(),
             duration_ns,
+            overhead: sc.overhead.clone(),
             ..Default::default()
         },
         hotspot_sort: "samples",
         timelines: Some(t),
+        compute: spelunk_pmu::intensity::from_sidecar(sc),
         ..Default::default()
     })
 }

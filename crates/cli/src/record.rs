@@ -9,6 +9,7 @@ use spelunk_record::{EmulatorInstall, EmulatorOptions, HardwareOptions};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// Run a program and record SPE samples (and PMU counts) into a perf.data plus its sidecar.
 ///
@@ -34,6 +35,7 @@ Examples:
   spelunk record --emulate -- ./stream -n 200000          # any machine, under the emulator
   spelunk record --emulate -c 4096 --filter load -o chase.data -- ./lat_mem_rd 8m 4096
   spelunk record --emulate --min-latency 100 -- ./app args
+  spelunk record --overhead --runs 5 -- ./stream -n 200000   # slowdown of recording
   spelunk report perf.data                                # then analyse it
 
 The program's stdin, stdout and stderr pass through, and spelunk record exits with the
@@ -156,6 +158,17 @@ pub struct RecordArgs {
     #[arg(long, value_name = "MS", conflicts_with = "emulate", allow_negative_numbers = true, value_parser = crate::common::values::interval_ms_whole)]
     pub capacity_interval: Option<u64>,
 
+    /// Also measure what recording costs: run the command --runs times natively and --runs
+    /// times recorded (interleaved, the same recording mode), and report the median wall and
+    /// CPU times and the slowdown. The last recorded run is the recording kept; every other
+    /// run's standard output goes to /dev/null ([NMO paper §VII-A])
+    #[arg(long, conflicts_with_all = ["all_cpus", "pids"])]
+    pub overhead: bool,
+
+    /// Runs of each kind for --overhead
+    #[arg(long, default_value_t = 3, value_name = "N", requires = "overhead", allow_negative_numbers = true, value_parser = crate::common::values::small_count)]
+    pub runs: u32,
+
     /// The program and its arguments (after --)
     #[arg(
         last = true,
@@ -165,11 +178,26 @@ pub struct RecordArgs {
     pub command: Vec<OsString>,
 }
 
+/// One recording: the program's exit code to pass on and how long the program ran.
+struct Once {
+    exit_code: u8,
+    /// From starting the program to its end (the emulated run without the trace's conversion;
+    /// for the hardware and --no-spe recorders, their whole session).
+    program_wall: Duration,
+}
+
 pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
+    if args.overhead {
+        return run_overhead(&args);
+    }
+    Ok(ExitCode::from(record_once(&args)?.exit_code))
+}
+
+fn record_once(args: &RecordArgs) -> anyhow::Result<Once> {
     if args.no_spe {
         return run_timelines(args);
     }
-    let event_filter = check_sampling_options(&args)?;
+    let event_filter = check_sampling_options(args)?;
     if !args.emulate {
         return run_hardware(args, event_filter);
     }
@@ -245,6 +273,7 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             String::new()
         }
     );
+    eprint!("{}", emulated_accuracy(conv, args.period));
     if conv.samples == 0 {
         eprintln!(
             "spelunk record: warning: no operation was sampled (the program ran fewer than \
@@ -252,7 +281,35 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
             args.period
         );
     }
-    Ok(ExitCode::from(rec.exit.code()))
+    Ok(Once {
+        exit_code: rec.exit.code(),
+        program_wall: rec.wall,
+    })
+}
+
+/// The sampling-quality lines of a fresh emulated recording ([NMO paper eq. 1] accuracy with
+/// the emulator's mean interval, as `spelunk report` shows them), or nothing when its sidecar
+/// cannot be read back or has no counts.
+fn emulated_accuracy(conv: &spelunk_record::Conversion, period: u64) -> String {
+    let Ok(sc) = spelunk_perf::sidecar::Sidecar::read(&conv.sidecar) else {
+        return String::new();
+    };
+    let sampling = spelunk_analysis::model::Sampling {
+        requested_period: Some(period),
+        min_interval: None,
+        base_interval: None,
+        jitter: conv.jitter,
+        effective_interval: Some(conv.mean_interval.round() as u64),
+        note: None,
+    };
+    spelunk_analysis::profile::sampling_quality(
+        &sc,
+        conv.samples,
+        conv.memory_samples,
+        Some(&sampling),
+    )
+    .map(|q| spelunk_report::text::sampling_quality_lines(&q, "spelunk record: "))
+    .unwrap_or_default()
 }
 
 /// Checks shared by both recorders; returns the event filter.
@@ -280,7 +337,7 @@ fn check_sampling_options(args: &RecordArgs) -> anyhow::Result<u64> {
 }
 
 /// `spelunk record` without --emulate: the machine's SPE.
-fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode> {
+fn run_hardware(args: &RecordArgs, event_filter: u64) -> anyhow::Result<Once> {
     if !args.emulator_opts.is_empty() || args.keep_trace || args.no_collisions {
         bail!("--emulator-opt, --keep-trace and --no-collisions apply to --emulate only");
     }
@@ -306,7 +363,7 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
         &program.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
         &[&args.output, &sidecar],
     )?;
-    let runtime = runtime_for(&args, &command);
+    let runtime = runtime_for(args, &command);
     let interval_ms = args.capacity_interval.unwrap_or(100);
     let timelines = Some(spelunk_record::hardware::HardwareTimelines {
         interval_ns: interval_ms
@@ -366,7 +423,10 @@ fn run_hardware(args: RecordArgs, event_filter: u64) -> anyhow::Result<ExitCode>
         spelunk_report::record_text::hardware_summary(&rec, wall)
     );
     let code = rec.exit_status.map(|s| ProgramExit(s).code()).unwrap_or(0);
-    Ok(ExitCode::from(code))
+    Ok(Once {
+        exit_code: code,
+        program_wall: wall,
+    })
 }
 
 /// libspelunk.so to preload into `command`, unless --no-runtime or there is no command; a
@@ -402,7 +462,7 @@ fn program_path(argv0: &std::ffi::OsStr) -> Option<PathBuf> {
 
 /// `spelunk record --no-spe`: the timelines alone (resident memory and PMU counters of the
 /// command's process tree over time), in the sidecar; no SPE, no perf.data.
-fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
+fn run_timelines(args: &RecordArgs) -> anyhow::Result<Once> {
     use spelunk_record::timeline::{self, TimelineOptions};
     let interval_ms = args.capacity_interval.unwrap_or(100);
     let interval_ns = interval_ms
@@ -437,7 +497,7 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let pmu = timeline::detect_counter_pmu(std::path::Path::new("/"));
-    let runtime = runtime_for(&args, &command);
+    let runtime = runtime_for(args, &command);
     let options = TimelineOptions {
         runtime,
         interval_ns,
@@ -460,9 +520,80 @@ fn run_timelines(args: RecordArgs) -> anyhow::Result<ExitCode> {
     for w in &rec.warnings {
         eprintln!("spelunk record: note: {w}");
     }
+    let wall = started.elapsed();
     eprint!(
         "{}",
-        spelunk_report::record_text::timelines_summary(&rec, started.elapsed())
+        spelunk_report::record_text::timelines_summary(&rec, wall)
     );
-    Ok(ExitCode::from(ProgramExit(rec.exit_status).code()))
+    Ok(Once {
+        exit_code: ProgramExit(rec.exit_status).code(),
+        program_wall: wall,
+    })
+}
+
+/// `spelunk record --overhead`: native and recorded runs, interleaved (native first in each
+/// pair, so drift in the machine's state hits both kinds alike); the timings go into the kept
+/// recording's sidecar and the closing summary.
+fn run_overhead(args: &RecordArgs) -> anyhow::Result<ExitCode> {
+    use spelunk_record::overhead::{children_cpu_ns, run_native, QuietStdout};
+    // -a and -p are refused by clap (nothing to run natively); a command is needed.
+    if args.command.is_empty() {
+        bail!("--overhead runs a command natively and recorded: give it after `--`");
+    }
+    let mode = if args.no_spe {
+        "no SPE"
+    } else if args.emulate {
+        "emulated"
+    } else {
+        "hardware SPE"
+    };
+    let runs = args.runs;
+    let program = args.command[0].to_string_lossy().into_owned();
+    eprintln!(
+        "spelunk record: --overhead: running {program} {runs} time(s) natively and {runs} time(s) recorded ({mode}); only the last recorded run keeps its standard output"
+    );
+    let mut native = Vec::new();
+    let mut recorded = Vec::new();
+    let mut exit_code = 0;
+    for i in 1..=runs {
+        let (run, status) = run_native(&args.command)
+            .with_context(|| format!("--overhead: starting {program} natively"))?;
+        if !status.success() {
+            eprintln!(
+                "spelunk record: warning: native run {i} of {program} exited with {}",
+                ProgramExit(status)
+            );
+        }
+        native.push(run);
+        let quiet = if i < runs {
+            Some(
+                QuietStdout::new()
+                    .context("--overhead: sending the program's output to /dev/null")?,
+            )
+        } else {
+            None
+        };
+        let cpu_before = children_cpu_ns();
+        let once = record_once(args)?;
+        let cpu_ns = children_cpu_ns().saturating_sub(cpu_before);
+        drop(quiet);
+        recorded.push(spelunk_perf::sidecar::TimedRun {
+            wall_ns: once.program_wall.as_nanos() as u64,
+            cpu_ns,
+        });
+        exit_code = once.exit_code;
+    }
+    let overhead = spelunk_perf::sidecar::Overhead::of(mode, native, recorded);
+    let sidecar_path = spelunk_perf::sidecar::Sidecar::path_for(&args.output);
+    let mut sidecar = spelunk_perf::sidecar::Sidecar::read(&sidecar_path)
+        .context("--overhead: reading the recording's sidecar to add the timings")?;
+    sidecar.overhead = Some(overhead.clone());
+    sidecar
+        .write(&sidecar_path)
+        .context("--overhead: writing the timings into the sidecar")?;
+    eprint!(
+        "{}",
+        spelunk_report::overhead_text::record_summary(&overhead)
+    );
+    Ok(ExitCode::from(exit_code))
 }

@@ -279,6 +279,101 @@ pub struct GroundTruth {
     pub totals: BTreeMap<String, u64>,
 }
 
+/// Wall and CPU time of one run of the command (`spelunk record --overhead`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TimedRun {
+    /// From starting the program to its exit, as the recorder saw it.
+    pub wall_ns: u64,
+    /// User + system CPU time of the program's process tree (`wait4`/`getrusage` of the
+    /// children), spelunk's own work not included.
+    pub cpu_ns: u64,
+}
+
+/// Median and range of a set of times.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TimeSpread {
+    /// The middle value (the mean of the two middle values for an even count).
+    pub median_ns: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+/// `spelunk record --overhead`: the command run natively and recorded the same number of
+/// times, and the slowdown recording causes ([NMO paper §VII-A]: time overhead is the
+/// profiled run's extra time over the baseline's, as a share of the baseline).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Overhead {
+    /// How the recorded runs were recorded: "emulated", "hardware SPE" or "no SPE".
+    pub mode: String,
+    /// Runs of each kind.
+    pub runs: u32,
+    /// Runs without spelunk, in the order they ran (interleaved with the recorded ones).
+    pub native: Vec<TimedRun>,
+    /// Recorded runs, in order; the last is the recording kept.
+    pub recorded: Vec<TimedRun>,
+    pub native_wall: TimeSpread,
+    pub recorded_wall: TimeSpread,
+    pub native_cpu: TimeSpread,
+    pub recorded_cpu: TimeSpread,
+    /// recorded_wall.median_ns / native_wall.median_ns (None when the native median is 0).
+    pub slowdown: Option<f64>,
+    /// recorded_cpu.median_ns / native_cpu.median_ns (None when the native median is 0).
+    pub cpu_slowdown: Option<f64>,
+    /// slowdown - 1 ([NMO paper §VII-A]'s time overhead, as a fraction).
+    pub time_overhead: Option<f64>,
+}
+
+impl TimeSpread {
+    /// Median, minimum and maximum of `times_ns`; zeros when it is empty.
+    pub fn of(times_ns: &[u64]) -> TimeSpread {
+        let mut v = times_ns.to_vec();
+        v.sort_unstable();
+        let n = v.len();
+        if n == 0 {
+            return TimeSpread::default();
+        }
+        let median_ns = if n % 2 == 1 {
+            v[n / 2] as f64
+        } else {
+            (v[n / 2 - 1] as f64 + v[n / 2] as f64) / 2.0
+        };
+        TimeSpread {
+            median_ns,
+            min_ns: v[0],
+            max_ns: v[n - 1],
+        }
+    }
+}
+
+impl Overhead {
+    /// The summary of `native` and `recorded` runs (as many of each).
+    pub fn of(mode: &str, native: Vec<TimedRun>, recorded: Vec<TimedRun>) -> Overhead {
+        let spread = |runs: &[TimedRun], f: fn(&TimedRun) -> u64| {
+            TimeSpread::of(&runs.iter().map(f).collect::<Vec<_>>())
+        };
+        let native_wall = spread(&native, |r| r.wall_ns);
+        let recorded_wall = spread(&recorded, |r| r.wall_ns);
+        let native_cpu = spread(&native, |r| r.cpu_ns);
+        let recorded_cpu = spread(&recorded, |r| r.cpu_ns);
+        let ratio =
+            |a: &TimeSpread, b: &TimeSpread| (b.median_ns > 0.0).then(|| a.median_ns / b.median_ns);
+        let slowdown = ratio(&recorded_wall, &native_wall);
+        Overhead {
+            mode: mode.into(),
+            runs: recorded.len().max(native.len()) as u32,
+            slowdown,
+            cpu_slowdown: ratio(&recorded_cpu, &native_cpu),
+            time_overhead: slowdown.map(|s| s - 1.0),
+            native_wall,
+            recorded_wall,
+            native_cpu,
+            recorded_cpu,
+            native,
+            recorded,
+        }
+    }
+}
+
 /// The sidecar file. Missing fields read as empty, so newer writers stay readable.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
@@ -303,6 +398,9 @@ pub struct Sidecar {
     /// out of the file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<CapacityTimeline>,
+    /// `spelunk record --overhead`'s timings (absent otherwise, and then left out of the file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overhead: Option<Overhead>,
     /// What [`Sidecar::read`] dropped as inconsistent (an entry that ends before it starts, an
     /// object that wraps around the address space, a counter snapshot whose columns do not
     /// match the events), one line each naming the file, the count and the first instance.
@@ -747,5 +845,32 @@ mod tests {
         );
         let back: Sidecar = serde_json::from_str(&text).unwrap();
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn overhead_is_the_ratio_of_medians() {
+        let run = |wall_ns, cpu_ns| TimedRun { wall_ns, cpu_ns };
+        // Odd count: the middle value; even count: the mean of the two middle values.
+        let o = Overhead::of(
+            "emulated",
+            vec![run(30, 10), run(10, 30), run(20, 20)],
+            vec![run(300, 50), run(100, 70), run(500, 60)],
+        );
+        assert_eq!(o.runs, 3);
+        assert_eq!(
+            o.native_wall,
+            TimeSpread {
+                median_ns: 20.0,
+                min_ns: 10,
+                max_ns: 30
+            }
+        );
+        assert_eq!(o.recorded_wall.median_ns, 300.0);
+        assert_eq!(o.slowdown, Some(15.0));
+        assert_eq!(o.time_overhead, Some(14.0));
+        assert_eq!(o.cpu_slowdown, Some(3.0));
+        assert_eq!(TimeSpread::of(&[4, 1, 3, 2]).median_ns, 2.5);
+        let none = Overhead::of("no SPE", vec![run(0, 0)], vec![run(5, 5)]);
+        assert_eq!((none.slowdown, none.cpu_slowdown), (None, None));
     }
 }

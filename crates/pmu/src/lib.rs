@@ -17,6 +17,7 @@ pub mod detect;
 pub mod error;
 pub mod expr;
 pub mod import;
+pub mod intensity;
 pub mod live;
 pub mod report;
 pub mod schedule;

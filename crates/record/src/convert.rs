@@ -69,6 +69,12 @@ pub struct Conversion {
     pub samples_written: Option<u64>,
     /// Problems that did not stop the conversion (a truncated trace, unknown records).
     pub warnings: Vec<String>,
+    /// Loads and stores among the samples (for [NMO paper eq. 1] accuracy).
+    pub memory_samples: u64,
+    /// The sampling interval the emulator applied, on average (jitter included), in operations.
+    pub mean_interval: f64,
+    /// Whether the interval was randomised (jitter).
+    pub jitter: bool,
 }
 
 /// The records of the first pass.
@@ -390,6 +396,9 @@ pub fn convert(
         c.last_tid = smp.tid;
         out.samples += 1;
         *out.samples_per_cpu.entry(cpu).or_default() += 1;
+        if smp.is_load() || smp.is_store() {
+            out.memory_samples += 1;
+        }
         if c.bytes.len() >= AUX_CHUNK_BYTES {
             write_side_until(&mut w, c.last_time_ns)?;
             out.aux_bytes += flush(&mut w, cpu, c)?;
@@ -408,6 +417,8 @@ pub fn convert(
     out.objects = sidecar.objects.len();
     out.exit_status = sidecar.exit_status;
     out.samples_written = s.end.map(|e| e.samples_written);
+    out.mean_interval = config.actual_interval();
+    out.jitter = config.jitter();
     if let Some(n) = out.samples_written {
         if n != out.samples && s.truncated.is_none() {
             out.warnings.push(format!(

@@ -13,6 +13,7 @@
 pub mod convert;
 pub mod emulator;
 pub mod hardware;
+pub mod overhead;
 pub mod runtime_log;
 pub mod session;
 pub mod timeline;

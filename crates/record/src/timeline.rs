@@ -47,6 +47,17 @@ pub const DEFAULT_EVENTS: [(u16, &str); 7] = [
     (0x19, "BUS_ACCESS"),
 ];
 
+/// Floating-point events counted besides [`DEFAULT_EVENTS`] when the core implements them, for
+/// the report's operational intensity (spelunk-pmu's `intensity`, NMO's perp mode): the first
+/// set the core lists entirely. FP_FIXED_OPS_SPEC and FP_SCALE_OPS_SPEC count operations
+/// (Neoverse V1, N2, V2, N3, V3); VFP_SPEC and ASE_SPEC, on cores without them (Neoverse N1),
+/// count instructions [Arm ARM DDI 0487, common event numbers]. A core with neither counts no
+/// FP event, and that is not listed as "not counted" (the default set's report is unchanged).
+pub const FP_EVENT_CHOICES: [[(u16, &str); 2]; 2] = [
+    [(0x80c1, "FP_FIXED_OPS_SPEC"), (0x80c0, "FP_SCALE_OPS_SPEC")],
+    [(0x75, "VFP_SPEC"), (0x74, "ASE_SPEC")],
+];
+
 /// A line of `numa_maps` or `smaps` that is not what the kernel writes.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("line {line}: {message}")]
@@ -572,6 +583,13 @@ impl CounterPlan {
                             ),
                         ));
                     }
+                }
+                if let Some(fp) = FP_EVENT_CHOICES
+                    .iter()
+                    .find(|set| set.iter().all(|(c, _)| p.listed.contains(c)))
+                {
+                    plan.events
+                        .extend(fp.iter().map(|&(code, name)| (code, name.to_string())));
                 }
                 plan
             }
@@ -1299,6 +1317,29 @@ Rss:                  16 kB
         assert!(none.events.is_empty());
         assert_eq!(none.not_counted.len(), 7);
         assert_eq!(none.not_counted[0].reason, "no Arm core PMU");
+    }
+
+    #[test]
+    fn plan_adds_the_fp_events_the_core_has() {
+        let names = |listed: &[u16]| -> Vec<String> {
+            CounterPlan::new(&pmu(listed))
+                .events
+                .into_iter()
+                .map(|(_, n)| n)
+                .collect()
+        };
+        // Operations preferred over instructions; nothing added, and nothing "not counted",
+        // without either pair.
+        assert_eq!(
+            names(&[0x11, 0x74, 0x75, 0x80c0, 0x80c1]),
+            ["CPU_CYCLES", "FP_FIXED_OPS_SPEC", "FP_SCALE_OPS_SPEC"]
+        );
+        assert_eq!(
+            names(&[0x11, 0x74, 0x75]),
+            ["CPU_CYCLES", "VFP_SPEC", "ASE_SPEC"]
+        );
+        assert_eq!(names(&[0x11, 0x75, 0x80c1]), ["CPU_CYCLES"]);
+        assert_eq!(CounterPlan::new(&pmu(&[0x11, 0x75])).not_counted.len(), 6);
     }
 
     #[test]

@@ -92,6 +92,10 @@
     return s;
   }
 
+  function tile(id, label, value, sub) {
+    return h('div', { class: 'tile', id }, h('div', { class: 'label', text: label }), h('div', { class: 'value', text: value }), sub ? h('div', { class: 'sub', text: sub }) : null);
+  }
+
   // Colours: data sources and objects get stable colours from these palettes.
   const PALETTE = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#edc948', '#b07aa1', '#ff9da7',
     '#9c755f', '#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#bcbd22',
@@ -274,6 +278,36 @@
     return items;
   }
 
+  // ---------- recording overhead and compute/prefetch tiles (also on a --no-spe page)
+  function renderCostTiles(s) {
+    const rec = R.recording;
+    const ov = rec.overhead;
+    if (ov) {
+      // [NMO paper §VII-A]: the command's recorded runs against its native runs (spelunk record --overhead).
+      const x = (v) => (v === null || v === undefined ? 'not available' : fmt.fixed(v, 2) + 'x');
+      s.append(h('div', { class: 'tiles', id: 'overhead' },
+        tile('tile-overhead', 'recording slowdown ([NMO paper §VII-A]; ' + ov.mode + ', ' + ov.runs + ' runs each)', x(ov.slowdown),
+          'median wall: native ' + fmt.ns(ov.native_wall.median_ns) + ', recorded ' + fmt.ns(ov.recorded_wall.median_ns) + '; CPU time ' + x(ov.cpu_slowdown))));
+    }
+    const cp = R.compute;
+    if (cp) {
+      // NMO's perp and pf modes from the counter totals (docs/report.md, "Compute and prefetch").
+      const it = cp.intensity;
+      const mem = it.traffic.length ? it.traffic[0] : null;
+      const perByte = (t) => (t === null ? '-' : t.flops_per_byte !== null ? fmt.fixed(t.flops_per_byte, 4) + ' FLOPs/B'
+        : t.fp_simd_instructions_per_byte !== null ? fmt.fixed(t.fp_simd_instructions_per_byte, 4) + ' FP/SIMD instr./B' : '-');
+      const pf = cp.prefetch;
+      s.append(h('div', { class: 'tiles', id: 'compute-prefetch' },
+        tile('tile-intensity', 'operational intensity (' + (mem ? mem.level : 'no traffic count') + ')', perByte(mem),
+          (it.flops !== null ? fmt.int(Math.round(it.flops)) + ' FLOPs = ' + it.flops_formula
+            : it.fp_simd_instructions !== null ? fmt.int(it.fp_simd_instructions) + ' FP/SIMD instructions (VFP_SPEC + ASE_SPEC), not FLOPs' : 'no FP count')
+          + (mem ? '; ' + fmt.int(mem.bytes) + ' B = ' + mem.formula : '') + '; ridge point ' + (it.ridge_flops_per_byte === null ? it.ridge_note : fmt.fixed(it.ridge_flops_per_byte, 3))),
+        tile('tile-prefetch', 'prefetch accuracy / coverage', fmt.pct(pf.accuracy) + ' / ' + fmt.pct(pf.coverage),
+          Object.keys(pf.counts).map((k) => k + ' ' + fmt.int(pf.counts[k])).join(', ') || 'no prefetch events counted')));
+      it.not_available.concat(pf.not_available.map((n) => 'prefetch ' + n)).forEach((n) => s.append(h('div', { class: 'note', text: 'not available: ' + n })));
+    }
+  }
+
   // ---------- summary
   function renderSummary(lossItems) {
     const rec = R.recording;
@@ -313,6 +347,7 @@
           'sampling (FEED/POP); filter ' + ratio(q.filter_ratio) + ' (FILTRATE/FEED); collision ' + ratio(q.collision_ratio) + ' (COLLISION/POP)')));
       q.notes.forEach((n) => s.append(h('div', { class: 'warnbox', text: n })));
     }
+    renderCostTiles(s);
     if (R.filter && R.filter.length) {
       s.append(h('div', { class: 'chips', id: 'filter' }, h('span', { class: 'note', text: 'filter:' }), R.filter.map((f) => h('span', { class: 'chip', text: f }))));
     }
@@ -887,6 +922,9 @@
     renderDataSources();
     renderObjects();
     renderPhases();
+  }
+  if (R && !spe && (R.recording.overhead || R.compute)) {
+    renderCostTiles(section('summary', 'Recording', 'What recording cost and what the counters say (docs/report.md).'));
   }
   renderC2c();
   if (R && spe) renderTimeline();

@@ -10,6 +10,8 @@ pub mod decode_tables;
 pub mod diff_text;
 pub mod estimate_text;
 pub mod html;
+pub mod intensity_text;
+pub mod overhead_text;
 pub mod record_text;
 pub mod spe_tables;
 pub mod summary;

@@ -2,7 +2,9 @@
 //! `--json` prints); formulas are in docs/report.md.
 
 use crate::text_table::Table;
-use spelunk_analysis::model::{GroupStats, Hotspot, LatencySummary, Losses, Report};
+use spelunk_analysis::model::{
+    GroupStats, Hotspot, LatencySummary, Losses, Report, SamplingQuality,
+};
 use std::fmt::Write as _;
 
 /// The damage summary every command prints when a recording lost something: one `LOSSES`
@@ -155,9 +157,44 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out
     t.render(out);
 }
 
+/// The sampling-quality lines (ratios, [NMO paper eq. 1] accuracy, notes), each starting with
+/// `indent`: in the report and in `spelunk record --emulate`'s closing summary.
+pub fn sampling_quality_lines(q: &SamplingQuality, indent: &str) -> String {
+    let mut o = String::new();
+    let ratio = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.6}"));
+    let _ = writeln!(
+        o,
+        "{indent}sampling ratios ({} counts): sampling {}, filter {}, collision {}",
+        q.counts_from,
+        ratio(q.sampling_ratio),
+        ratio(q.filter_ratio),
+        ratio(q.collision_ratio)
+    );
+    if let (Some(a), Some(m), Some(e)) = (q.accuracy, q.mem_access, q.estimated_mem_access) {
+        let _ = writeln!(
+            o,
+            "{indent}accuracy ([NMO paper eq. 1]): {} = 1 - |{m} MEM_ACCESS - {} memory samples x {} | / {m} (estimate {e})",
+            pct(a),
+            q.memory_samples,
+            q.interval.unwrap_or(0),
+        );
+    }
+    for n in &q.notes {
+        let _ = writeln!(o, "{indent}  note: {n}");
+    }
+    o
+}
+
 pub fn render(r: &Report, opt: &TextOptions) -> String {
     if let Some(t) = r.timelines.as_ref().filter(|t| !t.spe) {
-        return crate::timelines_text::render_only(&r.recording.file, t, opt.rows);
+        let mut o = crate::timelines_text::render_only(&r.recording.file, t, opt.rows);
+        if let Some(ov) = &r.recording.overhead {
+            o.push_str(&crate::overhead_text::lines(ov, "  "));
+        }
+        if let Some(c) = &r.compute {
+            o.push_str(&crate::intensity_text::render(c));
+        }
+        return o;
     }
     let mut o = String::new();
     let rec = &r.recording;
@@ -197,27 +234,10 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         );
     }
     if let Some(q) = &rec.sampling_quality {
-        let ratio = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.6}"));
-        let _ = writeln!(
-            o,
-            "  sampling ratios ({} counts): sampling {}, filter {}, collision {}",
-            q.counts_from,
-            ratio(q.sampling_ratio),
-            ratio(q.filter_ratio),
-            ratio(q.collision_ratio)
-        );
-        if let (Some(a), Some(m), Some(e)) = (q.accuracy, q.mem_access, q.estimated_mem_access) {
-            let _ = writeln!(
-                o,
-                "  accuracy ([NMO paper eq. 1]): {} = 1 - |{m} MEM_ACCESS - {} memory samples x {} | / {m} (estimate {e})",
-                pct(a),
-                q.memory_samples,
-                q.interval.unwrap_or(0),
-            );
-        }
-        for n in &q.notes {
-            let _ = writeln!(o, "    note: {n}");
-        }
+        o.push_str(&sampling_quality_lines(q, "  "));
+    }
+    if let Some(ov) = &rec.overhead {
+        o.push_str(&crate::overhead_text::lines(ov, "  "));
     }
     match losses_block(&rec.losses, "", "  ") {
         Some(b) => o.push_str(&b),
@@ -426,6 +446,9 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
             ]);
         }
         tb.render(&mut o);
+    }
+    if let Some(c) = &r.compute {
+        o.push_str(&crate::intensity_text::render(c));
     }
     if let Some(t) = &r.timelines {
         o.push_str(&crate::timelines_text::render(t, opt.rows));
