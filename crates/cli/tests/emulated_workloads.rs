@@ -364,13 +364,14 @@ fn heap_arrays_by_allocation_site_rank_as_the_exact_truth() {
     let data = dir.join("heap.data");
     let out = Command::new(env!("CARGO_BIN_EXE_spelunk"))
         .env("SPELUNK_EMULATOR_LIB", &lib)
-        // a fixed interval: every 1024th operation, so each block's samples follow its
-        // accesses to within a sample or two (randomised intervals add Poisson noise of
-        // several samples on the small blocks)
+        // randomised intervals (the default: a fixed one aliases with the loops, e.g. every
+        // 1024th operation lands on the same few arrays), and a short interval so the smallest
+        // block has ~100 samples: its Poisson noise stays well inside the bounds below
         .args([
             "record",
             "--emulate",
-            "--no-jitter",
+            "-c",
+            "256",
             "-o",
             data.to_str().unwrap(),
             "--",
