@@ -7,6 +7,7 @@ pub mod c2c_text;
 pub mod check_text;
 pub mod diff_text;
 pub mod estimate_text;
+pub mod footprint_text;
 pub mod html;
 pub mod record_text;
 pub mod spe_tables;
