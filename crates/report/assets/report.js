@@ -645,6 +645,33 @@
     return bands;
   }
 
+  // ---------- scatter plots of accesses against time (ms since the first sample)
+  // Address and offset ticks at multiples of powers of two, so the hex labels are round.
+  const pow2 = Array.from({ length: 64 }, (_, i) => 2 ** i);
+  const hexAxis = (u, vals) => vals.map((v) => (v < 0 ? '' : '0x' + Math.round(v).toString(16)));
+  // A few percent of margin; a flat range (one address, one instant) gets `flat` of room.
+  const paddedRange = (flat) => (u, lo, hi) => {
+    if (lo === null || hi === null) return [0, 1];
+    const pad = hi > lo ? (hi - lo) * 0.04 : Math.max(1, Math.abs(lo) * 1e-9, flat);
+    return [lo - pad, hi + pad];
+  };
+  // uPlot options of a zoomable scatter (x: ms, y: hexadecimal), phase bands behind it.
+  function scatterOptions(holder, o) {
+    return {
+      mode: 2,
+      width: Math.max(o.minWidth, holder.clientWidth), height: o.height,
+      legend: { live: false },
+      cursor: { dataIdx: () => null, points: { show: false }, drag: { x: true, y: true, uni: 30 } },
+      scales: { x: { time: false, range: paddedRange(o.flat) }, y: { range: paddedRange(o.flat) } },
+      axes: [
+        { label: 'time since first sample (ms)', size: o.xSize, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif' },
+        Object.assign({ label: o.yLabel, font: '11px ' + getComputedStyle(document.body).getPropertyValue('--mono'), labelFont: '12px system-ui, sans-serif', values: hexAxis }, o.yAxis),
+      ],
+      series: o.series,
+      hooks: Object.assign({ drawClear: [(u) => { holder.setAttribute('data-phase-bands', String(samplePhaseBands(u))); }] }, o.hooks),
+    };
+  }
+
   // ---------- timeline: sampled addresses over time, coloured by object, phase bands
   function renderTimeline() {
     const tl = R.timeline;
@@ -679,29 +706,10 @@
     }
     const tip = h('div', { class: 'tooltip' });
     holder.append(tip);
-    const hexAxis = (u, vals) => vals.map((v) => (v < 0 ? '' : '0x' + Math.round(v).toString(16)));
-    // Address ticks at multiples of powers of two, so the hex labels are round.
-    const pow2 = Array.from({ length: 64 }, (_, i) => 2 ** i);
-    // A few percent of margin; a flat range (one address, one instant) gets some room.
-    const padded = (u, lo, hi) => {
-      if (lo === null || hi === null) return [0, 1];
-      const pad = hi > lo ? (hi - lo) * 0.04 : Math.max(1, Math.abs(lo) * 1e-9, 64);
-      return [lo - pad, hi + pad];
-    };
     charts.push(() => {
-      const u = new uPlot({
-        mode: 2,
-        width: Math.max(400, holder.clientWidth), height: 460,
-        legend: { live: false },
-        cursor: { dataIdx: () => null, points: { show: false }, drag: { x: true, y: true, uni: 30 } },
-        scales: { x: { time: false, range: padded }, y: { range: padded } },
-        axes: [
-          { label: 'time since first sample (ms)', size: 40, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif' },
-          { label: 'data address', size: 120, font: '11px ' + getComputedStyle(document.body).getPropertyValue('--mono'), labelFont: '12px system-ui, sans-serif', values: hexAxis, incrs: pow2, space: 40 },
-        ],
-        series,
+      const u = new uPlot(scatterOptions(holder, {
+        minWidth: 400, height: 460, flat: 64, xSize: 40, yLabel: 'data address', yAxis: { size: 120, incrs: pow2, space: 40 }, series,
         hooks: {
-          drawClear: [(u) => { holder.setAttribute('data-phase-bands', String(samplePhaseBands(u))); }],
           setCursor: [(u) => {
             const { left, top } = u.cursor;
             if (left === undefined || left < 0) { tip.style.display = 'none'; return; }
@@ -729,7 +737,7 @@
             tip.style.top = y + 'px';
           }],
         },
-      }, data, holder);
+      }), data, holder);
       holder.setAttribute('data-points', String(members.reduce((a, m) => a + m.length, 0)));
       window.spelunk.charts.timeline = u;
     });
@@ -744,12 +752,6 @@
       'The points are the object\'s share of the timeline\'s uniform sample of ' + fmt.int(R.timeline.population) + ' accesses (an object with few samples has few points). Phase instances are bands. Drag to zoom, double-click to reset.');
     const grid = h('div', { class: 'object-timelines' });
     s.append(grid);
-    const hexAxis = (u, vals) => vals.map((v) => (v < 0 ? '' : '0x' + Math.round(v).toString(16)));
-    const padded = (u, lo, hi) => {
-      if (lo === null || hi === null) return [0, 1];
-      const pad = hi > lo ? (hi - lo) * 0.04 : Math.max(1, Math.abs(lo) * 1e-9, 8);
-      return [lo - pad, hi + pad];
-    };
     views.forEach((v, k) => {
       const id = 'object-timeline-' + k;
       const holder = h('div', { class: 'plot', id, 'data-object': String(v.object), 'data-points': String(v.points.length) });
@@ -767,19 +769,9 @@
           data.push([Float64Array.from(pts, (p) => p.t_ns / 1e6), Float64Array.from(pts, (p) => p.offset_bytes)]);
           series.push({ label: label + ' (' + fmt.int(pts.length) + ')', stroke: colour, fill: colour + 'b0', paths: uPlot.paths.points(), points: { show: false, size: 4, width: 0 } });
         });
-        window.spelunk.charts[id] = new uPlot({
-          mode: 2,
-          width: Math.max(300, holder.clientWidth), height: 220,
-          legend: { live: false },
-          cursor: { dataIdx: () => null, points: { show: false }, drag: { x: true, y: true, uni: 30 } },
-          scales: { x: { time: false, range: padded }, y: { range: padded } },
-          axes: [
-            { label: 'time since first sample (ms)', size: 36, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif' },
-            { label: 'offset (bytes)', size: 80, font: '11px ' + getComputedStyle(document.body).getPropertyValue('--mono'), labelFont: '12px system-ui, sans-serif', values: hexAxis, space: 30 },
-          ],
-          series,
-          hooks: { drawClear: [(u) => { holder.setAttribute('data-phase-bands', String(samplePhaseBands(u))); }] },
-        }, data, holder);
+        window.spelunk.charts[id] = new uPlot(scatterOptions(holder, {
+          minWidth: 300, height: 220, flat: 8, xSize: 36, yLabel: 'offset (bytes)', yAxis: { size: 80, incrs: pow2, space: 30 }, series,
+        }), data, holder);
       });
     });
   }
