@@ -54,6 +54,16 @@ fn view<'a>(r: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no view of {name} in {}", r["object_timelines"]))
 }
 
+/// The offsets of a view's points, in time order.
+fn offsets(view: &Value) -> Vec<u64> {
+    view["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["offset_bytes"].as_u64().unwrap())
+        .collect()
+}
+
 #[test]
 fn hot_pages_hold_half_the_loads_and_the_cold_sweep_ascends() {
     let Some(lib) = emulator_lib() else { return };
@@ -112,22 +122,16 @@ fn hot_pages_hold_half_the_loads_and_the_cold_sweep_ascends() {
     );
     assert!(t(cold, "max_offset_bytes") < 960 * 1024);
     // One ascending sweep: in time order, the offsets never go down.
-    let offsets: Vec<u64> = cold["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["offset_bytes"].as_u64().unwrap())
-        .collect();
-    assert!(offsets.len() > 100, "{} points", offsets.len());
-    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "{offsets:?}");
+    let cold_offsets = offsets(cold);
+    assert!(cold_offsets.len() > 100, "{} points", cold_offsets.len());
+    assert!(
+        cold_offsets.windows(2).all(|w| w[0] <= w[1]),
+        "{cold_offsets:?}"
+    );
     // The hot array is read 15 times: its offsets go back to the start 14 times, and the
     // points are spread over the whole array.
-    let hot_offsets: Vec<u64> = hot["points"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["offset_bytes"].as_u64().unwrap())
-        .collect();
+    let hot_offsets = offsets(hot);
     let restarts = hot_offsets.windows(2).filter(|w| w[1] < w[0]).count();
     assert!((10..=14).contains(&restarts), "{restarts} restarts");
+    assert!(t(hot, "min_offset_bytes") < 4096 && t(hot, "max_offset_bytes") >= 60 * 1024);
 }
