@@ -349,6 +349,28 @@ async function checkReport(page, json, topdown, n) {
     eq(`${n}: no phase table without phases`, await page.$('#phases'), null);
   }
 
+  // --- access distribution over the footprint and address over time per object (docs/report.md)
+  const F = json.footprint;
+  if (F) {
+    const kp = await rows(page, 'footprint-key-points');
+    eq(`${n}: footprint key points`, kp.map((r) => [r.access_percent.text, r.regions.text, r.bytes.text, r.footprint_fraction.text]),
+      F.key_points.map((k) => [k.access_percent + '%', int(k.regions), int(k.bytes), pct(k.footprint_fraction)]));
+    eq(`${n}: footprint curve data-points`, Number(await page.getAttribute('#footprint-plot', 'data-points')), F.curve.length);
+    eq(`${n}: uPlot holds the footprint curve`, await page.evaluate(() => window.spelunk.charts.footprint.data[1].length), F.curve.length);
+  } else {
+    eq(`${n}: no footprint section without accesses`, await page.$('#footprint-section'), null);
+  }
+  const views = json.object_timelines || [];
+  eq(`${n}: one plot per object view`, await page.$$eval('#object-timelines-section .plot', (e) => e.length), views.length);
+  for (const [k, v] of views.entries()) {
+    const id = 'object-timeline-' + k;
+    eq(`${n}: ${id} data-points`, Number(await page.getAttribute('#' + id, 'data-points')), v.points.length);
+    if (!v.points.length) continue;
+    const plotted = await page.evaluate((id) => window.spelunk.charts[id].data.slice(1).reduce((a, d) => a + d[0].length, 0), id);
+    eq(`${n}: uPlot holds every point of ${id}`, plotted, v.points.length);
+    check(`${n}: ${id} bands at most the phase instances`, Number(await page.getAttribute('#' + id, 'data-phase-bands')) <= json.phase_spans.length);
+  }
+
   // --- top-down
   if (topdown) {
     const sc = topdown.scopes[0];

@@ -449,4 +449,12 @@ pub struct Report {
     /// perp and pf modes; absent when the recording has no counters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compute: Option<ComputeAndPrefetch>,
+    /// The cumulative access distribution over the footprint (absent when no selected load
+    /// or store has a data address: nothing to distribute).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<crate::footprint::Footprint>,
+    /// Address over time in the most sampled objects (the timeline's points as offsets into
+    /// each; absent when the report lists no object).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub object_timelines: Vec<crate::object_timelines::ObjectTimeline>,
 }

@@ -8,6 +8,7 @@
 
 use crate::agg::{Agg, KeyedAggs, OpKind};
 use crate::fasthash::FastMap;
+use crate::footprint::RegionCounts;
 use crate::maps::AddressSpaces;
 use crate::model::*;
 use crate::objects::{DataObject, DataObjects, ObjectKind};
@@ -291,6 +292,8 @@ pub struct ReportLimits {
     pub histogram_bucket: u16,
     /// Phase instances listed for the timeline's bands.
     pub phase_spans: usize,
+    /// Objects with an address-over-time view (the first of `objects`; docs/report.md).
+    pub object_timelines: usize,
 }
 
 impl Default for ReportLimits {
@@ -301,6 +304,7 @@ impl Default for ReportLimits {
             timeline_points: 20_000,
             histogram_bucket: 10,
             phase_spans: 5_000,
+            object_timelines: crate::object_timelines::DEFAULT_OBJECTS,
         }
     }
 }
@@ -357,6 +361,8 @@ pub struct ProfileShard<'a> {
     per_thread: FastMap<(Option<u32>, Option<u32>), u64>,
     per_cpu: FastMap<Option<u32>, u64>,
     per_phase: FastMap<Arc<str>, Agg>,
+    /// Accesses per page, for the footprint's access distribution.
+    regions: RegionCounts,
 }
 
 impl<'a> ProfileShard<'a> {
@@ -384,6 +390,7 @@ impl<'a> ProfileShard<'a> {
             per_thread: FastMap::default(),
             per_cpu: FastMap::default(),
             per_phase: FastMap::default(),
+            regions: RegionCounts::default(),
         }
     }
 
@@ -445,6 +452,7 @@ impl<'a> ProfileShard<'a> {
         *self.per_cpu.entry(s.cpu).or_default() += 1;
         if matches!(kind, OpKind::Load | OpKind::Store) {
             if let Some(va) = r.data_va.map(|a| a.va()) {
+                self.regions.add(s.pid, va);
                 let obj = self.objects.resolve(s.pid, va, s.time_ns);
                 let key = obj.map(|o| Arc::as_ptr(o) as usize);
                 if let (Some(o), Some(k)) = (obj, key) {
@@ -536,6 +544,7 @@ impl<'a> ProfileShard<'a> {
         merge_map(&mut self.per_thread, o.per_thread, |a, b| *a += b);
         merge_map(&mut self.per_cpu, o.per_cpu, |a, b| *a += b);
         merge_map(&mut self.per_phase, o.per_phase, |a, b| a.merge(&b));
+        self.regions.merge(o.regions);
     }
 }
 
@@ -937,6 +946,8 @@ impl<'a> ProfileBuilder<'a> {
             c2c: None,
             timelines: sidecar.and_then(|sc| crate::timelines::from_sidecar(sc, true)),
             compute: sidecar.and_then(spelunk_pmu::intensity::from_sidecar),
+            footprint: self.acc.regions.finish(),
+            object_timelines: Vec::new(),
         }
     }
 }

@@ -4,6 +4,7 @@
 use crate::c2c::C2cScan;
 use crate::recording::{Recording, RecordingError};
 use spelunk_analysis::model::{RecordingInfo, Report};
+use spelunk_analysis::object_timelines::per_object;
 use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
@@ -72,6 +73,11 @@ impl Recording {
             &self.ctx.thread_names,
             info,
             self.ctx.sidecar.as_deref(),
+        );
+        report.object_timelines = per_object(
+            &report.objects,
+            &report.timeline,
+            opts.limits.object_timelines,
         );
         if let (Some(scan), Some(o)) = (c2c, opts.c2c) {
             // Without samples there are no lines to show: say so (and why) first.

@@ -649,6 +649,64 @@
     }
   }
 
+  // ---------- phase bands behind a chart whose x is ms since the first sample
+  const phaseColours = ['rgba(78,121,167,0.10)', 'rgba(242,142,43,0.10)', 'rgba(89,161,79,0.10)', 'rgba(176,122,161,0.10)'];
+  // One band per phase instance of R.phase_spans, coloured by phase name (bands of threads
+  // overlap); returns the bands drawn.
+  function samplePhaseBands(u) {
+    const ctx = u.ctx;
+    let bands = 0;
+    const spans = R.phase_spans || [];
+    const names = [...new Set(spans.map((p) => p.name))];
+    const labelledUntil = new Map(); // one label where instances of a name overlap
+    spans.forEach((ph) => {
+      const i = names.indexOf(ph.name);
+      const x0 = u.valToPos(ph.start_ns / 1e6, 'x', true);
+      const x1 = u.valToPos(ph.end_ns / 1e6, 'x', true);
+      const l = Math.max(u.bbox.left, Math.min(x0, x1)), r = Math.min(u.bbox.left + u.bbox.width, Math.max(x0, x1));
+      if (r <= l) return;
+      ctx.save();
+      ctx.fillStyle = phaseColours[i % phaseColours.length];
+      ctx.fillRect(l, u.bbox.top, r - l, u.bbox.height);
+      ctx.fillStyle = '#3a4355';
+      ctx.font = (12 * uPlot.pxRatio) + 'px system-ui, sans-serif';
+      if (!(ph.start_ns < (labelledUntil.get(ph.name) ?? -1))) {
+        ctx.fillText(ph.name, l + 4 * uPlot.pxRatio, u.bbox.top + 14 * uPlot.pxRatio, Math.max(0, r - l - 8 * uPlot.pxRatio));
+        labelledUntil.set(ph.name, ph.end_ns);
+      }
+      ctx.restore();
+      bands++;
+    });
+    return bands;
+  }
+
+  // ---------- scatter plots of accesses against time (ms since the first sample)
+  // Address and offset ticks at multiples of powers of two, so the hex labels are round.
+  const pow2 = Array.from({ length: 64 }, (_, i) => 2 ** i);
+  const hexAxis = (u, vals) => vals.map((v) => (v < 0 ? '' : '0x' + Math.round(v).toString(16)));
+  // A few percent of margin; a flat range (one address, one instant) gets `flat` of room.
+  const paddedRange = (flat) => (u, lo, hi) => {
+    if (lo === null || hi === null) return [0, 1];
+    const pad = hi > lo ? (hi - lo) * 0.04 : Math.max(1, Math.abs(lo) * 1e-9, flat);
+    return [lo - pad, hi + pad];
+  };
+  // uPlot options of a zoomable scatter (x: ms, y: hexadecimal), phase bands behind it.
+  function scatterOptions(holder, o) {
+    return {
+      mode: 2,
+      width: Math.max(o.minWidth, holder.clientWidth), height: o.height,
+      legend: { live: false },
+      cursor: { dataIdx: () => null, points: { show: false }, drag: { x: true, y: true, uni: 30 } },
+      scales: { x: { time: false, range: paddedRange(o.flat) }, y: { range: paddedRange(o.flat) } },
+      axes: [
+        { label: 'time since first sample (ms)', size: o.xSize, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif' },
+        Object.assign({ label: o.yLabel, font: '11px ' + getComputedStyle(document.body).getPropertyValue('--mono'), labelFont: '12px system-ui, sans-serif', values: hexAxis }, o.yAxis),
+      ],
+      series: o.series,
+      hooks: Object.assign({ drawClear: [(u) => { holder.setAttribute('data-phase-bands', String(samplePhaseBands(u))); }] }, o.hooks),
+    };
+  }
+
   // ---------- timeline: sampled addresses over time, coloured by object, phase bands
   function renderTimeline() {
     const tl = R.timeline;
@@ -681,58 +739,12 @@
       data.push([xs, ys]);
       members.push(idx);
     }
-    const phaseColours = ['rgba(78,121,167,0.10)', 'rgba(242,142,43,0.10)', 'rgba(89,161,79,0.10)', 'rgba(176,122,161,0.10)'];
     const tip = h('div', { class: 'tooltip' });
     holder.append(tip);
-    const hexAxis = (u, vals) => vals.map((v) => (v < 0 ? '' : '0x' + Math.round(v).toString(16)));
-    // Address ticks at multiples of powers of two, so the hex labels are round.
-    const pow2 = Array.from({ length: 64 }, (_, i) => 2 ** i);
-    // A few percent of margin; a flat range (one address, one instant) gets some room.
-    const padded = (u, lo, hi) => {
-      if (lo === null || hi === null) return [0, 1];
-      const pad = hi > lo ? (hi - lo) * 0.04 : Math.max(1, Math.abs(lo) * 1e-9, 64);
-      return [lo - pad, hi + pad];
-    };
     charts.push(() => {
-      const u = new uPlot({
-        mode: 2,
-        width: Math.max(400, holder.clientWidth), height: 460,
-        legend: { live: false },
-        cursor: { dataIdx: () => null, points: { show: false }, drag: { x: true, y: true, uni: 30 } },
-        scales: { x: { time: false, range: padded }, y: { range: padded } },
-        axes: [
-          { label: 'time since first sample (ms)', size: 40, font: '11px system-ui, sans-serif', labelFont: '12px system-ui, sans-serif' },
-          { label: 'data address', size: 120, font: '11px ' + getComputedStyle(document.body).getPropertyValue('--mono'), labelFont: '12px system-ui, sans-serif', values: hexAxis, incrs: pow2, space: 40 },
-        ],
-        series,
+      const u = new uPlot(scatterOptions(holder, {
+        minWidth: 400, height: 460, flat: 64, xSize: 40, yLabel: 'data address', yAxis: { size: 120, incrs: pow2, space: 40 }, series,
         hooks: {
-          drawClear: [(u) => {
-            const ctx = u.ctx;
-            let bands = 0;
-            // One band per phase instance, coloured by phase name (bands of threads overlap).
-            const spans = R.phase_spans || [];
-            const names = [...new Set(spans.map((p) => p.name))];
-            const labelledUntil = new Map(); // one label where instances of a name overlap
-            spans.forEach((ph) => {
-              const i = names.indexOf(ph.name);
-              const x0 = u.valToPos(ph.start_ns / 1e6, 'x', true);
-              const x1 = u.valToPos(ph.end_ns / 1e6, 'x', true);
-              const l = Math.max(u.bbox.left, Math.min(x0, x1)), r = Math.min(u.bbox.left + u.bbox.width, Math.max(x0, x1));
-              if (r <= l) return;
-              ctx.save();
-              ctx.fillStyle = phaseColours[i % phaseColours.length];
-              ctx.fillRect(l, u.bbox.top, r - l, u.bbox.height);
-              ctx.fillStyle = '#3a4355';
-              ctx.font = (12 * uPlot.pxRatio) + 'px system-ui, sans-serif';
-              if (!(ph.start_ns < (labelledUntil.get(ph.name) ?? -1))) {
-                ctx.fillText(ph.name, l + 4 * uPlot.pxRatio, u.bbox.top + 14 * uPlot.pxRatio, Math.max(0, r - l - 8 * uPlot.pxRatio));
-                labelledUntil.set(ph.name, ph.end_ns);
-              }
-              ctx.restore();
-              bands++;
-            });
-            holder.setAttribute('data-phase-bands', String(bands));
-          }],
           setCursor: [(u) => {
             const { left, top } = u.cursor;
             if (left === undefined || left < 0) { tip.style.display = 'none'; return; }
@@ -760,9 +772,73 @@
             tip.style.top = y + 'px';
           }],
         },
-      }, data, holder);
+      }), data, holder);
       holder.setAttribute('data-points', String(members.reduce((a, m) => a + m.length, 0)));
       window.spelunk.charts.timeline = u;
+    });
+  }
+
+  // ---------- address over time per data object (docs/report.md, "Address over time per object")
+  function renderObjectTimelines() {
+    const views = R.object_timelines || [];
+    if (!views.length) return;
+    const s = section('object-timelines-section', 'Address over time per object',
+      'The access pattern inside each of the most sampled data objects [NMO paper §VI-C]: time since the first sample (x), offset into the object (y), loads and stores. ' +
+      'The points are the object\'s share of the timeline\'s uniform sample of ' + fmt.int(R.timeline.population) + ' accesses (an object with few samples has few points). Phase instances are bands. Drag to zoom, double-click to reset.');
+    const grid = h('div', { class: 'object-timelines' });
+    s.append(grid);
+    views.forEach((v, k) => {
+      const id = 'object-timeline-' + k;
+      const holder = h('div', { class: 'plot', id, 'data-object': String(v.object), 'data-points': String(v.points.length) });
+      const span = v.points.length
+        ? fmt.int(v.points.length) + ' points of ' + fmt.int(v.samples) + ' samples; ' + fmt.ns(v.first_t_ns) + ' .. ' + fmt.ns(v.last_t_ns) + ', offsets ' + fmt.hex(v.min_offset_bytes) + ' .. ' + fmt.hex(v.max_offset_bytes)
+        : 'no point of the timeline\'s sample fell in it (' + fmt.int(v.samples) + ' samples)';
+      grid.append(h('div', { class: 'object-timeline' }, h('h3', { text: v.name + ' (' + fmt.int(v.size_bytes) + ' bytes)' }), h('p', { class: 'note', text: span }), holder));
+      if (!v.points.length) return;
+      charts.push(() => {
+        const series = [{}];
+        const data = [null];
+        [['loads', false, PALETTE[0]], ['stores', true, PALETTE[1]]].forEach(([label, store, colour]) => {
+          const pts = v.points.filter((p) => p.store === store);
+          if (!pts.length) return;
+          data.push([Float64Array.from(pts, (p) => p.t_ns / 1e6), Float64Array.from(pts, (p) => p.offset_bytes)]);
+          series.push({ label: label + ' (' + fmt.int(pts.length) + ')', stroke: colour, fill: colour + 'b0', paths: uPlot.paths.points(), points: { show: false, size: 4, width: 0 } });
+        });
+        window.spelunk.charts[id] = new uPlot(scatterOptions(holder, {
+          minWidth: 300, height: 220, flat: 8, xSize: 36, yLabel: 'offset (bytes)', yAxis: { size: 80, incrs: pow2, space: 30 }, series,
+        }), data, holder);
+      });
+    });
+  }
+
+  // ---------- cumulative access distribution over the footprint (docs/report.md)
+  function renderFootprint() {
+    const F = R.footprint;
+    if (!F) return;
+    const s = section('footprint-section', 'Access distribution over the footprint',
+      'The tiering question: ' + fmt.int(F.regions) + ' pages of ' + fmt.int(F.region_bytes) + ' bytes (per process) hold the ' + fmt.int(F.accesses) + ' sampled loads and stores with an address. ' +
+      'Pages sorted hottest first: after the k hottest, their share of the touched footprint (x) against their share of the accesses (y). The dashed diagonal is every page equally accessed. Drag to zoom, double-click to reset.');
+    s.append(table('footprint-key-points', [
+      { key: 'access_percent', label: 'accesses', num: true, value: (r) => r.access_percent, cell: (r, td, v) => { td.textContent = v + '%'; } },
+      col.count('regions', 'pages', (r) => r.regions),
+      col.count('bytes', 'bytes', (r) => r.bytes),
+      col.share('footprint_fraction', 'of footprint', (r) => r.footprint_fraction),
+    ], F.key_points));
+    s.append(h('p', { class: 'note', id: 'footprint-hottest', text: 'Touched footprint ' + fmt.int(F.footprint_bytes) + ' bytes; the hottest page has ' + fmt.pct(F.hottest_region_fraction) + ' of the accesses.' }));
+    const holder = h('div', { class: 'plot', id: 'footprint-plot', 'data-points': String(F.curve.length) });
+    s.append(holder);
+    charts.push(() => {
+      const xs = F.curve.map((p) => 100 * p.footprint_fraction);
+      window.spelunk.charts.footprint = new uPlot({
+        width: Math.max(400, holder.clientWidth), height: 300,
+        scales: { x: { time: false, range: [0, 100] }, y: { range: [0, 100] } },
+        axes: [{ label: 'share of the touched footprint (%), hottest pages first' }, { label: 'share of sampled accesses (%)', size: 60 }],
+        series: [
+          { label: 'footprint %', value: (u, v) => (v === null ? '-' : fixed(v, 1)) },
+          { label: 'accesses %', stroke: PALETTE[0], width: 2, value: (u, v) => (v === null ? '-' : fixed(v, 1)) },
+          { label: 'uniform', stroke: '#9aa3b2', width: 1, dash: [5, 5], value: (u, v) => (v === null ? '-' : fixed(v, 1)) },
+        ],
+      }, [xs, F.curve.map((p) => 100 * p.access_fraction), xs], holder);
     });
   }
 
@@ -927,7 +1003,11 @@
     renderCostTiles(section('summary', 'Recording', 'What recording cost and what the counters say (docs/report.md).'));
   }
   renderC2c();
-  if (R && spe) renderTimeline();
+  if (R && spe) {
+    renderTimeline();
+    renderObjectTimelines();
+    renderFootprint();
+  }
   renderTimelines();
   renderTopdown();
   // Charts are built once the layout exists (their width comes from it).

@@ -9,6 +9,7 @@ pub mod dataset;
 pub mod decode_tables;
 pub mod diff_text;
 pub mod estimate_text;
+pub mod footprint_text;
 pub mod html;
 pub mod intensity_text;
 pub mod overhead_text;

@@ -64,7 +64,7 @@ impl Default for TextOptions {
     }
 }
 
-fn pct(x: f64) -> String {
+pub(crate) fn pct(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
 }
 
@@ -86,7 +86,7 @@ fn top_source(g: &GroupStats) -> String {
     }
 }
 
-fn ns(t: u64) -> String {
+pub(crate) fn ns(t: u64) -> String {
     if t >= 1_000_000_000 {
         format!("{:.3} s", t as f64 / 1e9)
     } else if t >= 1_000_000 {
@@ -449,6 +449,13 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
     }
     if let Some(c) = &r.compute {
         o.push_str(&crate::intensity_text::render(c));
+    }
+    if let Some(f) = &r.footprint {
+        crate::footprint_text::render_footprint(f, &mut o);
+    }
+    if !r.object_timelines.is_empty() {
+        let v = &r.object_timelines[..r.object_timelines.len().min(opt.rows)];
+        crate::footprint_text::render_object_timelines(v, r.timeline.population, &mut o);
     }
     if let Some(t) = &r.timelines {
         o.push_str(&crate::timelines_text::render(t, opt.rows));
