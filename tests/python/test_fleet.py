@@ -15,6 +15,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import jsonschema
 import pandas as pd
 import pytest
 
@@ -178,6 +179,9 @@ def test_one_recordings_latency_summaries_are_the_reports(dataset, reports):
 def test_command_prints_the_apis_tables(dataset, duck):
     doc = json.loads(run(SPELUNK, "fleet", "report", dataset, "--json", "--limit", "0").stdout)
     assert doc["schema"] == "spelunk-fleet/1" and doc["engine"] == "duckdb"
+    schema = json.loads((ROOT / "docs/schemas/fleet.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(doc)
     assert doc["tables"] == fleet.to_json(duck, "duckdb")["tables"]
     limited = json.loads(run(SPELUNK, "fleet", "report", dataset, "--json", "--limit", "2").stdout)
     assert limited["tables"]["functions"] == doc["tables"]["functions"][:2]

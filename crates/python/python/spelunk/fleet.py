@@ -20,6 +20,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -111,10 +112,12 @@ def report(
             if threads:
                 con.execute(f"SET threads = {int(threads)}")
             # Partition values stay text (`run=0412` is not the number 412); DuckDB decodes
-            # Hive's %XX escaping.
+            # Hive's %XX escaping. By name: a later partition may have columns added
+            # (docs/dataset.md "Versioning").
             con.execute(
                 "CREATE VIEW samples AS SELECT * FROM read_parquet("
-                f"'{_duck_setting(glob)}', hive_partitioning = true, hive_types_autocast = false)"
+                f"'{_duck_setting(glob)}', hive_partitioning = true, hive_types_autocast = false, "
+                "union_by_name = true)"
             )
             rows = {}
             for t in TABLES:
@@ -175,8 +178,22 @@ def print_tables(tables: dict[str, Any], out=sys.stdout) -> None:
         if df.empty:
             print("(no rows)", file=out)
         else:
-            print(df.to_string(index=False, na_rep="-", float_format=lambda x: f"{x:.4g}"), file=out)
+            print(_display(df).to_string(index=False), file=out)
         print(file=out)
+
+
+def _display(df: Any) -> Any:
+    """The table as text cells: a missing figure as ``-``, shares and means to 4 digits."""
+    import pandas as pd
+
+    def text(v: Any) -> str:
+        if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.4g}"
+        return str(v)
+
+    return pd.DataFrame({c: [text(v) for v in df[c].tolist()] for c in df.columns}, columns=df.columns)
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
@@ -195,6 +212,10 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
 
 def run_command(prog: str, engine: str, argv: list[str] | None, parse: Callable, compute: Callable) -> int:
     """Parses, computes and prints; a missing package or dataset is one line on stderr."""
+    # Die quietly of SIGPIPE when the reader of a pipe has gone (`... | head`), as the
+    # `spelunk` command does, rather than with a BrokenPipeError traceback.
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = parse(argv)
     try:
         tables = compute(args)

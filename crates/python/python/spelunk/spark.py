@@ -89,6 +89,8 @@ def report(
         spark = session()
     df = (
         spark.read.option("basePath", root)
+        # a later partition may have columns added (docs/dataset.md "Versioning")
+        .option("mergeSchema", "true")
         # Only the partitions' samples files: no _run.json, no .staging-* directory.
         .parquet(f"{root}/host=*/run=*/samples.parquet")
     )
