@@ -126,6 +126,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     def compute(a: argparse.Namespace) -> dict[str, Any]:
+        _dataset_path(a.dataset)  # a wrong path is told before a JVM starts
         s = session(a.master, a.shuffle_partitions)
         try:
             return report(a.dataset, s, hosts=a.host, runs=a.run, limit=a.limit or None)
