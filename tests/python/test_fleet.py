@@ -183,13 +183,15 @@ def test_command_prints_the_apis_tables(dataset, duck):
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(doc)
     assert doc["tables"] == fleet.to_json(duck, "duckdb")["tables"]
-    limited = json.loads(run(SPELUNK, "fleet", "report", dataset, "--json", "--limit", "2").stdout)
+    limited = json.loads(
+        run(SPELUNK, "fleet", "report", dataset, "--json", "--limit", "2", "--memory-limit", "64MB", "--threads", "1").stdout
+    )
     assert limited["tables"]["functions"] == doc["tables"]["functions"][:2]
     text = run(SPELUNK, "fleet", "report", dataset, "--host", "h1").stdout
     assert "Hot functions" in text and "h2" not in text.split("Samples by host and run")[1]
 
 
-def test_command_names_the_missing_package(dataset, tmp_path):
+def test_command_names_what_is_missing_or_wrong(dataset, tmp_path):
     # an interpreter without site-packages: neither spelunk nor duckdb is importable
     bare = tmp_path / "python-bare"
     bare.write_text(f"#!/bin/sh\nexec {shutil.which('python3')} -I -S \"$@\"\n")
@@ -201,6 +203,9 @@ def test_command_names_the_missing_package(dataset, tmp_path):
     assert "'spelunk'" in done.stderr and "pip install ." in done.stderr, done.stderr
     done = subprocess.run([SPELUNK, "fleet", "report", str(dataset / "missing")], capture_output=True, text=True)
     assert done.returncode == 1 and "no such directory" in done.stderr and "Traceback" not in done.stderr
+    done = subprocess.run([SPELUNK, "fleet", "report", str(dataset), "--memory-limit", "lots"],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and "DuckDB" in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
 def spark_available():

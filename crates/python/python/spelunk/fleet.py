@@ -107,27 +107,35 @@ def report(
     try:
         con = duckdb.connect(":memory:")
         try:
-            con.execute(f"SET memory_limit = '{_duck_setting(memory_limit)}'")
-            con.execute(f"SET temp_directory = '{_duck_setting(spill)}'")
-            if threads:
-                con.execute(f"SET threads = {int(threads)}")
-            # Partition values stay text (`run=0412` is not the number 412); DuckDB decodes
-            # Hive's %XX escaping. By name: a later partition may have columns added
-            # (docs/dataset.md "Versioning").
-            con.execute(
-                "CREATE VIEW samples AS SELECT * FROM read_parquet("
-                f"'{_duck_setting(glob)}', hive_partitioning = true, hive_types_autocast = false, "
-                "union_by_name = true)"
-            )
-            rows = {}
-            for t in TABLES:
-                cur = con.execute(table_sql(t, hosts, runs, limit))
-                rows[t.name] = ([d[0] for d in cur.description], cur.fetchall())
+            return frames(_duck_tables(con, glob, spill, hosts, runs, limit, memory_limit, threads))
+        except duckdb.Error as e:
+            # A bad option value, an unreadable or damaged file: one line naming DuckDB's cause.
+            raise FleetError(f"{directory}: DuckDB: {e}") from e
         finally:
             con.close()
     finally:
         shutil.rmtree(spill, ignore_errors=True)
-    return frames(rows)
+
+
+def _duck_tables(con, glob, spill, hosts, runs, limit, memory_limit, threads):
+    """Each table's column names and rows, computed on the DuckDB connection ``con``."""
+    con.execute(f"SET memory_limit = '{_duck_setting(memory_limit)}'")
+    con.execute(f"SET temp_directory = '{_duck_setting(spill)}'")
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    # Partition values stay text (`run=0412` is not the number 412); DuckDB decodes
+    # Hive's %XX escaping. By name: a later partition may have columns added
+    # (docs/dataset.md "Versioning").
+    con.execute(
+        "CREATE VIEW samples AS SELECT * FROM read_parquet("
+        f"'{_duck_setting(glob)}', hive_partitioning = true, hive_types_autocast = false, "
+        "union_by_name = true)"
+    )
+    rows = {}
+    for t in TABLES:
+        cur = con.execute(table_sql(t, hosts, runs, limit))
+        rows[t.name] = ([d[0] for d in cur.description], cur.fetchall())
+    return rows
 
 
 def _duck_setting(value: str) -> str:
