@@ -37,11 +37,13 @@ emulator:
 # Python tests: our Parquet/CSV read by pyarrow/pandas (an independent reader), and the Python
 # package `spelunk` (crates/python, docs/python.md) installed from this tree by pip as a user
 # installs it (`pip install .`; here without build isolation: maturin is installed, and cargo
-# reuses target/release) and checked against the CLI's outputs.
+# reuses target/release) and checked against the CLI's outputs. The fleet tables
+# (tests/python/test_fleet.py) on DuckDB and on Spark in local mode (pyspark, OpenJDK 17):
+# SPELUNK_REQUIRE_SPARK makes the Spark test fail rather than skip when either is missing.
 python: build
-	@scripts/ensure-deps.sh python
+	@scripts/ensure-deps.sh python spark
 	scripts/pip-install.sh --no-build-isolation .
-	cd tests/python && python3 -m pytest -q
+	cd tests/python && SPELUNK_REQUIRE_SPARK=1 python3 -m pytest -q
 
 # The HTML report in headless Chromium (Debian's chromium driven by playwright-core from npm;
 # no browser download): figures equal the JSON's, no request, no console error; screenshots

@@ -10,14 +10,18 @@
 #   scripts/ensure-deps.sh fuzz       + nightly toolchain and cargo-fuzz
 #   scripts/ensure-deps.sh python     + python3 and pip, pyarrow, pandas, pytest, jsonschema (the
 #                                       Python tests read our Parquet and check our JSON against
-#                                       its schemas) and maturin (builds the package `spelunk`:
-#                                       pip install --no-build-isolation .)
+#                                       its schemas), maturin (builds the package `spelunk`:
+#                                       pip install --no-build-isolation .) and duckdb (the
+#                                       embedded engine of `spelunk fleet report`)
+#   scripts/ensure-deps.sh spark      + Debian's openjdk-17-jre-headless and pyspark (pip), for
+#                                       the fleet tables on Spark in local mode (tests/python)
 #   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
 #                                       HTML report test (tests/browser); never downloads a browser
 set -euo pipefail
 
 want_apt=()
 want_python=0
+want_spark=0
 need_cmd() { command -v "$1" >/dev/null 2>&1; }
 
 # Linux perf 6.1 (Debian package linux-perf) is the independent SPE decoder our tests compare with.
@@ -36,6 +40,14 @@ for mode in "$@"; do
       need_cmd python3 || want_apt+=(python3)
       python3 -m pip --version >/dev/null 2>&1 || want_apt+=(python3-pip)
       want_python=1
+      ;;
+    spark)
+      # pyspark 4 runs on Java 17 or later: Debian 12's default JRE.
+      java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+      [ "${java_major:-0}" -ge 17 ] 2>/dev/null || want_apt+=(openjdk-17-jre-headless)
+      need_cmd python3 || want_apt+=(python3)
+      python3 -m pip --version >/dev/null 2>&1 || want_apt+=(python3-pip)
+      want_spark=1
       ;;
     browser)
       [ -x /usr/bin/chromium ] || want_apt+=(chromium fonts-liberation)
@@ -103,14 +115,19 @@ import importlib.metadata as md
 def at_least(name, want):
     have = tuple(int(x) for x in md.version(name).split(".")[:2] if x.isdigit())
     return have >= want
-import pyarrow, pandas, pytest, jsonschema, maturin
+import pyarrow, pandas, pytest, jsonschema, maturin, duckdb
 assert at_least("pyarrow", (15, 0)) and at_least("maturin", (1, 9))
-assert not at_least("maturin", (2, 0))
+assert not at_least("maturin", (2, 0)) and at_least("duckdb", (1, 1))
 PY
 then
-  echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema, maturin (pip)"
-  "$(dirname "$0")/pip-install.sh" "pyarrow>=15" pandas pytest jsonschema "maturin>=1.9,<2" \
-    || { echo "spelunk's Python tests need: python3 -m pip install 'pyarrow>=15' pandas pytest jsonschema 'maturin>=1.9,<2'" >&2; exit 1; }
+  echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema, maturin, duckdb (pip)"
+  "$(dirname "$0")/pip-install.sh" "pyarrow>=15" pandas pytest jsonschema "maturin>=1.9,<2" "duckdb>=1.1" \
+    || { echo "spelunk's Python tests need: python3 -m pip install 'pyarrow>=15' pandas pytest jsonschema 'maturin>=1.9,<2' 'duckdb>=1.1'" >&2; exit 1; }
+fi
+if ((want_spark)) && ! python3 -c 'import pyspark' 2>/dev/null; then
+  echo "ensure-deps: installing pyspark (pip)"
+  "$(dirname "$0")/pip-install.sh" "pyspark>=3.5" \
+    || { echo "spelunk's Spark test needs: python3 -m pip install 'pyspark>=3.5'" >&2; exit 1; }
 fi
 
 if ! need_cmd cargo; then

@@ -13,6 +13,7 @@ mod decode;
 mod diff;
 mod estimate;
 mod export;
+mod fleet;
 mod progress;
 mod record;
 mod recording;
@@ -38,6 +39,7 @@ enum Command {
     Diff(diff::DiffArgs),
     Estimate(estimate::EstimateArgs),
     Export(export::ExportArgs),
+    Fleet(fleet::FleetArgs),
     Man(completions::ManArgs),
     Record(record::RecordArgs),
     Report(report::ReportArgs),
@@ -56,6 +58,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => diff::run(args),
         Command::Estimate(args) => estimate::run(args),
         Command::Export(args) => export::run(args),
+        Command::Fleet(args) => fleet::run(args),
         Command::Man(args) => completions::man(args),
         Command::Record(args) => record::run(args),
         Command::Report(args) => report::run(args),
