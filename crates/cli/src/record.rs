@@ -244,72 +244,14 @@ fn record_once(args: &RecordArgs) -> anyhow::Result<Once> {
     let rec = EmulatedRecording::run(&install, &options, output, &args.command, &cmdline, |l| {
         eprintln!("spelunk record: valgrind: {l}")
     })?;
-    let conv = &rec.conversion;
-    for w in &conv.warnings {
-        eprintln!("spelunk record: warning: {w}");
-    }
-    let size = std::fs::metadata(&conv.perf_data)
-        .map(|m| m.len())
-        .unwrap_or(0);
-    eprintln!(
-        "spelunk record: {} samples from {} thread(s) on {} CPU(s), {} phase(s), {} named \
-         object(s); program ran {:.1} s (wall, emulated), exited with {}",
-        conv.samples,
-        conv.threads,
-        conv.samples_per_cpu.len(),
-        conv.phases,
-        conv.objects,
-        rec.wall.as_secs_f64(),
-        rec.exit
+    eprint!(
+        "{}",
+        spelunk_report::record_text::emulated_summary(&rec, args.keep_trace, args.period)
     );
-    eprintln!(
-        "spelunk record: wrote {} ({:.1} MB) and {}{}",
-        conv.perf_data.display(),
-        size as f64 / 1e6,
-        conv.sidecar.display(),
-        if args.keep_trace {
-            format!(", kept {}", trace.display())
-        } else {
-            String::new()
-        }
-    );
-    eprint!("{}", emulated_accuracy(conv, args.period));
-    if conv.samples == 0 {
-        eprintln!(
-            "spelunk record: warning: no operation was sampled (the program ran fewer than \
-             --period {} operations of the selected types, or the filters excluded every one)",
-            args.period
-        );
-    }
     Ok(Once {
         exit_code: rec.exit.code(),
         program_wall: rec.wall,
     })
-}
-
-/// The sampling-quality lines of a fresh emulated recording ([NMO paper eq. 1] accuracy with
-/// the emulator's mean interval, as `spelunk report` shows them), or nothing when its sidecar
-/// cannot be read back or has no counts.
-fn emulated_accuracy(conv: &spelunk_record::Conversion, period: u64) -> String {
-    let Ok(sc) = spelunk_perf::sidecar::Sidecar::read(&conv.sidecar) else {
-        return String::new();
-    };
-    let sampling = spelunk_analysis::model::Sampling {
-        requested_period: Some(period),
-        min_interval: None,
-        base_interval: None,
-        jitter: conv.jitter,
-        effective_interval: Some(conv.mean_interval.round() as u64),
-        note: None,
-    };
-    spelunk_analysis::profile::sampling_quality(
-        &sc,
-        conv.samples,
-        conv.memory_samples,
-        Some(&sampling),
-    )
-    .map(|q| spelunk_report::text::sampling_quality_lines(&q, "spelunk record: "))
-    .unwrap_or_default()
 }
 
 /// Checks shared by both recorders; returns the event filter.

@@ -1,10 +1,11 @@
 //! `spelunk record`'s closing summaries: for a hardware recording, samples, AUX bytes and every
 //! kind of loss, per CPU, with what to change when something was lost; for `--no-spe`, the
-//! timelines' samples, peak resident memory and which counters were counted.
+//! timelines' samples, peak resident memory and which counters were counted; for `--emulate`,
+//! what was sampled and [NMO paper eq. 1] accuracy.
 
 use crate::timelines_text::{mib, not_counted_lines};
 use spelunk_record::timeline::TimelineRecording;
-use spelunk_record::HardwareRecording;
+use spelunk_record::{EmulatedRecording, HardwareRecording};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -226,4 +227,76 @@ fn runtime_lines(o: &mut String, runtime: Option<&spelunk_record::runtime_log::M
     for p in &m.problems {
         let _ = writeln!(o, "spelunk record: runtime: {p}");
     }
+}
+
+/// The summary printed on stderr at the end of `spelunk record --emulate`: warnings of the
+/// conversion, what was recorded, the files, the sampling quality, and a warning when nothing
+/// was sampled. `period` is the requested interval (`-c`).
+pub fn emulated_summary(rec: &EmulatedRecording, keep_trace: bool, period: u64) -> String {
+    let conv = &rec.conversion;
+    let mut o = String::new();
+    for w in &conv.warnings {
+        let _ = writeln!(o, "spelunk record: warning: {w}");
+    }
+    let size = std::fs::metadata(&conv.perf_data)
+        .map(|m| m.len())
+        .unwrap_or(0);
+    let _ = writeln!(
+        o,
+        "spelunk record: {} samples from {} thread(s) on {} CPU(s), {} phase(s), {} named \
+         object(s); program ran {:.1} s (wall, emulated), exited with {}",
+        conv.samples,
+        conv.threads,
+        conv.samples_per_cpu.len(),
+        conv.phases,
+        conv.objects,
+        rec.wall.as_secs_f64(),
+        rec.exit
+    );
+    let _ = writeln!(
+        o,
+        "spelunk record: wrote {} ({:.1} MB) and {}{}",
+        conv.perf_data.display(),
+        size as f64 / 1e6,
+        conv.sidecar.display(),
+        if keep_trace {
+            format!(", kept {}", rec.trace.display())
+        } else {
+            String::new()
+        }
+    );
+    o += &emulated_accuracy(conv, period);
+    if conv.samples == 0 {
+        let _ = writeln!(
+            o,
+            "spelunk record: warning: no operation was sampled (the program ran fewer than \
+             --period {period} operations of the selected types, or the filters excluded every one)"
+        );
+    }
+    o
+}
+
+/// The sampling-quality lines of a fresh emulated recording ([NMO paper eq. 1] accuracy with
+/// the emulator's mean interval, as `spelunk report` shows them), or nothing when its sidecar
+/// cannot be read back or has no counts.
+fn emulated_accuracy(conv: &spelunk_record::Conversion, period: u64) -> String {
+    let Ok(sc) = spelunk_perf::sidecar::Sidecar::read(&conv.sidecar) else {
+        return String::new();
+    };
+    let sampling = spelunk_analysis::model::Sampling {
+        requested_period: Some(period),
+        min_interval: None,
+        base_interval: None,
+        jitter: conv.jitter,
+        effective_interval: Some(conv.mean_interval.round() as u64),
+        note: None,
+    };
+    spelunk_analysis::profile::sampling_quality(
+        &sc,
+        conv.samples,
+        conv.memory_samples,
+        Some(&sampling),
+    )
+    .map(|q| crate::text::sampling_quality_lines(&q, "spelunk record: "))
+    .unwrap_or_default()
 }
