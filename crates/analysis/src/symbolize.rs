@@ -92,7 +92,18 @@ pub struct CodeSymbolizer {
     /// Files found here that could not be read for symbols, and why.
     unreadable: BTreeMap<Arc<str>, String>,
     /// Kernel text symbols for kernel PCs (a kallsyms file of the recorded kernel).
-    kernel: Option<Arc<KernelSymbols>>,
+    kernel: KernelSource,
+}
+
+/// Where kernel symbols come from: given, or a kallsyms file read when a kernel PC first needs
+/// naming (so a recording without kernel samples never pays for reading /proc/kallsyms, which
+/// the kernel formats line by line: tens of milliseconds).
+#[derive(Debug, Default)]
+enum KernelSource {
+    #[default]
+    None,
+    Loaded(Arc<KernelSymbols>),
+    Deferred(PathBuf),
 }
 
 impl Default for CodeSymbolizer {
@@ -109,19 +120,37 @@ impl CodeSymbolizer {
             symfs,
             missing: BTreeSet::new(),
             unreadable: BTreeMap::new(),
-            kernel: None,
+            kernel: KernelSource::None,
         }
     }
 
     /// Names kernel PCs with these symbols (from the recorded kernel's kallsyms).
     pub fn with_kernel_symbols(mut self, k: Arc<KernelSymbols>) -> Self {
-        self.kernel = Some(k);
+        self.kernel = KernelSource::Loaded(k);
         self
     }
 
-    /// Whether kernel PCs can be named.
+    /// Names kernel PCs with the symbols of the kallsyms file `path`, read when a kernel PC
+    /// first needs a name; a file that cannot be read or parsed (e.g. every address 0 without
+    /// privileges) leaves kernel PCs unnamed, as no symbols would.
+    pub fn with_kernel_symbols_from(mut self, path: PathBuf) -> Self {
+        self.kernel = KernelSource::Deferred(path);
+        self
+    }
+
+    /// Whether kernel PCs can be named (or will be tried, with a kallsyms file not read yet).
     pub fn has_kernel_symbols(&self) -> bool {
-        self.kernel.is_some()
+        !matches!(self.kernel, KernelSource::None)
+    }
+
+    /// Reads deferred kernel symbols now.
+    fn load_kernel_symbols(&mut self) {
+        if let KernelSource::Deferred(path) = &self.kernel {
+            self.kernel = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| KernelSymbols::parse(&t).ok())
+                .map_or(KernelSource::None, |k| KernelSource::Loaded(Arc::new(k)));
+        }
     }
 
     /// Files that were mapped in the recording but do not exist here (wrong machine, or
@@ -147,6 +176,9 @@ impl CodeSymbolizer {
     /// Symbolizes each (mapping, address). Addresses outside a file mapping get a location
     /// naming the mapping only.
     pub fn symbolize(&mut self, items: &[(Arc<Mapping>, u64)]) -> Vec<Arc<CodeLocation>> {
+        if items.iter().any(|(m, _)| m.kind == MappingKind::Kernel) {
+            self.load_kernel_symbols();
+        }
         // Group the uncached file offsets per file.
         let mut todo: HashMap<Arc<str>, BTreeSet<u64>> = HashMap::new();
         for (m, addr) in items {
@@ -174,7 +206,11 @@ impl CodeSymbolizer {
                     }
                 }
                 if m.kind == MappingKind::Kernel {
-                    if let Some((sym, off)) = self.kernel.as_ref().and_then(|k| k.lookup(*addr)) {
+                    let kernel = match &self.kernel {
+                        KernelSource::Loaded(k) => Some(k),
+                        _ => None,
+                    };
+                    if let Some((sym, off)) = kernel.and_then(|k| k.lookup(*addr)) {
                         return Arc::new(CodeLocation {
                             dso: match &sym.module {
                                 Some(module) => Arc::from(format!("[{module}]")),

@@ -321,9 +321,8 @@ impl Recording {
             && f.os_release.is_some()
             && f.os_release == here("/proc/sys/kernel/osrelease");
         if same_kernel {
-            if let Some(k) = here("/proc/kallsyms").and_then(|t| KernelSymbols::parse(&t).ok()) {
-                return sym.with_kernel_symbols(Arc::new(k));
-            }
+            // read only if a kernel PC needs a name
+            return sym.with_kernel_symbols_from(PathBuf::from("/proc/kallsyms"));
         }
         sym
     }
