@@ -43,7 +43,7 @@ emulator:
 python: build
 	@scripts/ensure-deps.sh python spark
 	scripts/pip-install.sh --no-build-isolation .
-	cd tests/python && SPELUNK_REQUIRE_SPARK=1 python3 -m pytest -q
+	cd tests/python && SPELUNK_REQUIRE_SPARK=1 SPELUNK_REQUIRE_PLOTS=1 SPELUNK_REQUIRE_NOTEBOOK=1 python3 -m pytest -q
 
 # The HTML report in headless Chromium (Debian's chromium driven by playwright-core from npm;
 # no browser download): figures equal the JSON's, no request, no console error; screenshots

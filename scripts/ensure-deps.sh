@@ -12,7 +12,9 @@
 #                                       Python tests read our Parquet and check our JSON against
 #                                       its schemas), maturin (builds the package `spelunk`:
 #                                       pip install --no-build-isolation .) and duckdb (the
-#                                       embedded engine of `spelunk fleet report`)
+#                                       embedded engine of `spelunk fleet report`), matplotlib
+#                                       (spelunk.plot), nbclient, nbformat, ipykernel (the example
+#                                       notebook, run by tests/python/test_notebook.py)
 #   scripts/ensure-deps.sh spark      + Debian's openjdk-17-jre-headless and pyspark (pip), for
 #                                       the fleet tables on Spark in local mode (tests/python)
 #   scripts/ensure-deps.sh browser    + Debian's chromium, Node.js, playwright-core (npm) for the
@@ -115,14 +117,15 @@ import importlib.metadata as md
 def at_least(name, want):
     have = tuple(int(x) for x in md.version(name).split(".")[:2] if x.isdigit())
     return have >= want
-import pyarrow, pandas, pytest, jsonschema, maturin, duckdb
+import pyarrow, pandas, pytest, jsonschema, maturin, duckdb, matplotlib, nbclient, nbformat, ipykernel
 assert at_least("pyarrow", (15, 0)) and at_least("maturin", (1, 9))
 assert not at_least("maturin", (2, 0)) and at_least("duckdb", (1, 1))
 PY
 then
-  echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema, maturin, duckdb (pip)"
+  echo "ensure-deps: installing pyarrow, pandas, pytest, jsonschema, maturin, duckdb, matplotlib, nbclient, nbformat, ipykernel (pip)"
   "$(dirname "$0")/pip-install.sh" "pyarrow>=15" pandas pytest jsonschema "maturin>=1.9,<2" "duckdb>=1.1" \
-    || { echo "spelunk's Python tests need: python3 -m pip install 'pyarrow>=15' pandas pytest jsonschema 'maturin>=1.9,<2' 'duckdb>=1.1'" >&2; exit 1; }
+    "matplotlib>=3.5" nbclient nbformat ipykernel \
+    || { echo "spelunk's Python tests need: python3 -m pip install 'pyarrow>=15' pandas pytest jsonschema 'maturin>=1.9,<2' 'duckdb>=1.1' 'matplotlib>=3.5' nbclient nbformat ipykernel" >&2; exit 1; }
 fi
 if ((want_spark)) && ! python3 -c 'import pyspark' 2>/dev/null; then
   echo "ensure-deps: installing pyspark (pip)"
