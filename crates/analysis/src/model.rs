@@ -456,5 +456,35 @@ pub struct Report {
     /// Address over time in the most sampled objects (the timeline's points as offsets into
     /// each; absent when the report lists no object).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
-    pub object_timelines: Vec<crate::object_timelines::ObjectTimeline>,
+    pub object_timelines: Vec<ObjectTimeline>,
+}
+
+/// One sampled access inside an object (address over time per object,
+/// [`crate::object_timelines`]).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ObjectPoint {
+    /// As the timeline's: ns since the first sample.
+    pub t_ns: u64,
+    /// Data address − the object's start.
+    pub offset_bytes: u64,
+    pub store: bool,
+}
+
+/// The timeline's points in one data object.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct ObjectTimeline {
+    /// Index into the report's `objects`.
+    pub object: usize,
+    pub name: String,
+    pub size_bytes: u64,
+    /// The object's selected loads and stores (its row's `samples`): what the points sample.
+    pub samples: u64,
+    /// The object's points among the timeline's, in time order.
+    pub points: Vec<ObjectPoint>,
+    /// First and last point's time (None without points).
+    pub first_t_ns: Option<u64>,
+    pub last_t_ns: Option<u64>,
+    /// Smallest and largest offset of the points (None without points).
+    pub min_offset_bytes: Option<u64>,
+    pub max_offset_bytes: Option<u64>,
 }

@@ -11,40 +11,11 @@
 //! for. Per-object reservoirs would give small objects more points, but need a reservoir for
 //! every object before it is known which are the most sampled (docs/report.md).
 
+pub use crate::model::{ObjectPoint, ObjectTimeline};
 use crate::model::{ObjectRow, Timeline};
-use serde::Serialize;
 
 /// How many objects get a view by default (fewer when the report lists fewer objects).
 pub const DEFAULT_OBJECTS: usize = 8;
-
-/// One sampled access inside an object.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ObjectPoint {
-    /// As the timeline's: ns since the first sample.
-    pub t_ns: u64,
-    /// Data address − the object's start.
-    pub offset_bytes: u64,
-    pub store: bool,
-}
-
-/// The timeline's points in one data object.
-#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
-pub struct ObjectTimeline {
-    /// Index into the report's `objects`.
-    pub object: usize,
-    pub name: String,
-    pub size_bytes: u64,
-    /// The object's selected loads and stores (its row's `samples`): what the points sample.
-    pub samples: u64,
-    /// The object's points among the timeline's, in time order.
-    pub points: Vec<ObjectPoint>,
-    /// First and last point's time (None without points).
-    pub first_t_ns: Option<u64>,
-    pub last_t_ns: Option<u64>,
-    /// Smallest and largest offset of the points (None without points).
-    pub min_offset_bytes: Option<u64>,
-    pub max_offset_bytes: Option<u64>,
-}
 
 /// The views of the first `n` objects of `objects` (most sampled first, as the report lists
 /// them), from the points of `timeline` (whose `object` indexes `objects`).
