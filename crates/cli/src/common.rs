@@ -122,16 +122,25 @@ pub mod values {
     /// Rows a table can be asked for (`--limit`).
     pub const MAX_ROWS: u64 = 1_000_000_000;
 
+    /// A number in decimal or 0x-hex (`_` allowed).
+    pub fn parse_u64(s: &str) -> Option<u64> {
+        let s = s.trim().replace('_', "");
+        match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => s.parse().ok(),
+        }
+    }
+
     /// A whole number in `[min, max]`, decimal or 0x-hex (`_` allowed).
     fn whole(s: &str, min: u64, max: u64) -> Result<u64, String> {
-        crate::recording::parse_u64(s)
+        parse_u64(s)
             .filter(|v| (min..=max).contains(v))
             .ok_or_else(|| format!("expected a whole number from {min} to {max}"))
     }
 
     /// A power of two in `[min, max]`.
     fn power_of_two(s: &str, min: u64, max: u64) -> Result<u64, String> {
-        crate::recording::parse_u64(s)
+        parse_u64(s)
             .filter(|v| v.is_power_of_two() && (min..=max).contains(v))
             .ok_or_else(|| format!("expected a power of two from {min} to {max}"))
     }

@@ -81,15 +81,6 @@ pub struct FilterArgs {
     pub phase: Option<String>,
 }
 
-/// A number in decimal or 0x-hex.
-pub fn parse_u64(s: &str) -> Option<u64> {
-    let s = s.trim().replace('_', "");
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
-
 /// `FROM,TO` parsed with `parse`.
 pub fn pair<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow::Result<(T, T)> {
     let Some((a, b)) = s.split_once(',') else {
@@ -115,7 +106,7 @@ pub fn time_range(s: &str) -> anyhow::Result<(f64, f64)> {
 
 /// A `--pc-range FROM,TO` value.
 pub fn pc_range(s: &str) -> anyhow::Result<(u64, u64)> {
-    let (a, b) = pair(s, "--pc-range", parse_u64)?;
+    let (a, b) = pair(s, "--pc-range", crate::common::values::parse_u64)?;
     if a >= b {
         bail!("--pc-range '{s}': FROM must be below TO");
     }

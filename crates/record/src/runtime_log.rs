@@ -21,6 +21,9 @@ use std::path::{Path, PathBuf};
 
 /// The first line's tag of the logs the runtime writes now.
 pub const RUNTIME_LOG_SCHEMA: &str = "spelunk-rt/2";
+
+/// The clock of the logs' times, as a sidecar names it (`config.timeline_clock`).
+pub const LOG_CLOCK: &str = "CLOCK_MONOTONIC";
 /// Every first-line tag read: `/1` (no header settings, no `R`/`N` lines) and `/2`.
 pub const RUNTIME_LOG_SCHEMAS: [&str; 2] = ["spelunk-rt/1", "spelunk-rt/2"];
 
@@ -836,7 +839,7 @@ pub fn sidecar_from_logs(base: &Path) -> Option<(spelunk_perf::sidecar::Sidecar,
     }
     let mut sc = spelunk_perf::sidecar::Sidecar::new("runtime");
     let m = merge(base, 0, end_ns, &mut sc, Logs::Keep);
-    let clock = crate::timeline::TIMELINE_CLOCK;
+    let clock = LOG_CLOCK;
     sc.config.insert("timeline_clock".into(), clock.into());
     sc.config.insert("phases_clock".into(), clock.into());
     if start_ns != u64::MAX {

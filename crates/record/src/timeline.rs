@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The clock of both timelines, as the sidecar names it (`config.timeline_clock`).
-pub const TIMELINE_CLOCK: &str = "CLOCK_MONOTONIC";
+pub const TIMELINE_CLOCK: &str = crate::runtime_log::LOG_CLOCK;
 
 /// The default counter set: (architected event number, name), from the Arm ARM's common event
 /// list ([Arm ARM] D17.11; the same numbers in [N1 PMU methodology]). CPU_CYCLES and

@@ -3,8 +3,7 @@
 //! ([`ObjectTimeline`]; the points themselves are in the JSON and the HTML plots). Every
 //! number comes from the report value `--json` prints; formulas are in docs/report.md.
 
-use crate::text::{ns, pct};
-use crate::text_table::Table;
+use crate::text_table::{ns, pct, Table};
 use spelunk_analysis::footprint::Footprint;
 use spelunk_analysis::object_timelines::ObjectTimeline;
 use std::fmt::Write as _;

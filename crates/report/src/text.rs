@@ -2,6 +2,7 @@
 //! `--json` prints); formulas are in docs/report.md.
 
 use crate::text_table::Table;
+use crate::text_table::{ns, pct};
 use spelunk_analysis::model::{
     GroupStats, Hotspot, LatencySummary, Losses, Report, SamplingQuality,
 };
@@ -64,10 +65,6 @@ impl Default for TextOptions {
     }
 }
 
-pub(crate) fn pct(x: f64) -> String {
-    format!("{:.1}%", 100.0 * x)
-}
-
 fn lat_mean(l: &Option<LatencySummary>) -> String {
     l.as_ref().map_or("-".into(), |l| format!("{:.1}", l.mean))
 }
@@ -83,16 +80,6 @@ fn top_source(g: &GroupStats) -> String {
             format!("{} {:.0}%", s.source, 100.0 * s.loads as f64 / total as f64)
         }
         _ => "-".into(),
-    }
-}
-
-pub(crate) fn ns(t: u64) -> String {
-    if t >= 1_000_000_000 {
-        format!("{:.3} s", t as f64 / 1e9)
-    } else if t >= 1_000_000 {
-        format!("{:.3} ms", t as f64 / 1e6)
-    } else {
-        format!("{:.1} us", t as f64 / 1e3)
     }
 }
 

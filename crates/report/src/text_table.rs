@@ -64,3 +64,19 @@ impl Table {
         }
     }
 }
+
+/// A share as a percentage with one decimal.
+pub(crate) fn pct(x: f64) -> String {
+    format!("{:.1}%", 100.0 * x)
+}
+
+/// A duration in the unit that suits it (s, ms, us).
+pub(crate) fn ns(t: u64) -> String {
+    if t >= 1_000_000_000 {
+        format!("{:.3} s", t as f64 / 1e9)
+    } else if t >= 1_000_000 {
+        format!("{:.3} ms", t as f64 / 1e6)
+    } else {
+        format!("{:.1} us", t as f64 / 1e3)
+    }
+}
