@@ -53,8 +53,12 @@ def test_notebook_runs_and_prints_the_clis_figures(tmp_path):
     os.environ.update(env)  # the kernel inherits the environment
     try:
         started = time.monotonic()
+        # A cell's last outputs can reach the client after its reply; nbclient waits
+        # iopub_timeout for them (4 s by default) and then drops them silently, which happened
+        # on a loaded machine: wait longer, and fail rather than lose an output.
         nbclient.NotebookClient(
             nb, timeout=300, kernel_name="python3",
+            iopub_timeout=60, raise_on_iopub_timeout=True,
             resources={"metadata": {"path": str(NOTEBOOK.parent)}},
         ).execute()
         print(f"notebook executed in {time.monotonic() - started:.1f} s")
