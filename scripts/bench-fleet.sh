@@ -153,7 +153,7 @@ for size in $sizes; do
   done
   samples=$(python3 -c 'import glob,json,sys; print(sum(json.load(open(p))["samples"] for p in glob.glob(sys.argv[1] + "/host=*/run=*/_run.json")))' "$ds")
   ds_bytes=$(du -sb "$ds" | cut -f1)
-  echo "   exported $samples samples in $export_s s; dataset $ds_bytes bytes" >&2
+  echo "   exported $samples samples ($data_bytes bytes of perf.data) in $export_s s; dataset $ds_bytes bytes" >&2
   duck="-" spark="-"
   if [ "${BENCH_DUCK:-1}" = 1 ]; then
     best "DuckDB" "$bin/spelunk" fleet report "$ds" --limit 0 --json --memory-limit "$duck_mem"
@@ -165,9 +165,9 @@ for size in $sizes; do
     spark=$(printf "%7.1f s %7.1f s %6d MB (%s)" "$wall" "$cpu" $((tree_kb / 1024)) "$xmx")
   fi
   rm -rf "$ds"
-  rows+=("$(printf "%-6s %10d %12d %8.1f s  %s  %s  %s" "$size" "$samples" "$ds_bytes" "$export_s" "$duck" "$spark" "$runs")")
+  rows+=("$(printf "%-6s %12d %10d %12d %8.1f s  %s  %s  %s" "$size" "$data_bytes" "$samples" "$ds_bytes" "$export_s" "$duck" "$spark" "$runs")")
   printf '%s\n' "${rows[-1]}" >&2
 done
 echo "== load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-6s %10s %12s %10s  %-33s  %-47s  %s\n" size samples dataset_B export "DuckDB wall / CPU / peak RSS" "Spark local[2] wall / CPU / peak RSS (heap)" "runs (best of)"
+printf "%-6s %12s %10s %12s %10s  %-33s  %-47s  %s\n" size perf.data_B samples dataset_B export "DuckDB wall / CPU / peak RSS" "Spark local[2] wall / CPU / peak RSS (heap)" "runs (best of)"
 printf '%s\n' "${rows[@]}"
