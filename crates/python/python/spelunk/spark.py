@@ -94,9 +94,12 @@ def report(
         # Only the partitions' samples files: no _run.json, no .staging-* directory.
         .parquet(f"{root}/host=*/run=*/samples.parquet")
     )
-    # Every table reads the same few columns: read them once, kept (spilled to disk when
-    # larger than the executors' memory) for the five queries.
-    df = df.select(*COLUMNS).persist(StorageLevel.MEMORY_AND_DISK)
+    # Every table reads the same few columns: read them once, kept on the executors' local
+    # disk for the five queries. Not MEMORY_AND_DISK: a block spilled to disk is read back
+    # into the heap whole, which ran a 1 GB driver out of heap on 84 M rows
+    # (scripts/bench-fleet.sh, docs/performance.md "Fleet analysis at scale"); from disk
+    # it is streamed, so the heap holds aggregation state only.
+    df = df.select(*COLUMNS).persist(StorageLevel.DISK_ONLY)
     try:
         df.createOrReplaceTempView("samples")
         rows = {}
