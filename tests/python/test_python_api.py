@@ -167,6 +167,14 @@ def test_report_tables_are_its_rows(recording):
     assert report.totals["samples"] == 2000
 
 
+def test_topdown_without_counts_raises_the_clis_message(recording):
+    # the fixture's sidecar has phases and objects but no PMU counts
+    with pytest.raises(spelunk.SpelunkError) as e:
+        spelunk.open(recording).topdown()
+    # the same message as `spelunk topdown --import` (which adds "--import: " before it)
+    assert str(e.value) in cli_error(SPELUNK, "topdown", "--import", recording, "--json")
+
+
 def test_c2c_is_the_cli_json(recording):
     c2c = spelunk.open(recording).c2c(limit=5)
     assert c2c.json == cli_json("c2c", recording, "--json", "--limit", "5")
@@ -252,6 +260,11 @@ def test_record_runs_the_recorder_and_opens_its_output(tmp_path):
     assert report.recording["emulated"]
     assert rec.samples().num_rows == report.recording["samples_decoded"] > 0
     assert report.json == cli_json("report", out, "--json")
+    # the top-down figures of the emulator's counts are `spelunk topdown --import`'s
+    assert rec.topdown() == cli_json("topdown", "--import", out, "--json")
+    assert rec.topdown(per_phase=True) == cli_json(
+        "topdown", "--import", out, "--per-phase", "--json"
+    )
 
 
 def test_record_failure_raises_the_recorders_message(tmp_path):

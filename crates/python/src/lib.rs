@@ -33,7 +33,16 @@ fn to_py_err(py: Python<'_>, e: RecordingError) -> PyErr {
     } else {
         "SpelunkError"
     };
-    let message = error_line(error_chain(&e));
+    py_error(py, class, error_line(error_chain(&e)))
+}
+
+/// `spelunk.errors.SpelunkError` with `message`.
+fn spelunk_error(py: Python<'_>, message: String) -> PyErr {
+    py_error(py, "SpelunkError", message)
+}
+
+/// The exception `class` of `spelunk.errors` with `message`.
+fn py_error(py: Python<'_>, class: &str, message: String) -> PyErr {
     let made = py
         .import("spelunk.errors")
         .and_then(|m| m.getattr(class))
@@ -124,6 +133,32 @@ impl NativeRecording {
                 scan.finish(&self.rec, &stats, self.objects(), &mut symbolizer, limit)
             })
             .map_err(|e| to_py_err(py, e))?;
+        values::to_python(py, &report)
+    }
+
+    /// The top-down figures of the PMU counts in the recording's sidecar (`spelunk topdown
+    /// --import FILE --json`, with `--per-phase` when `per_phase`) as a dict.
+    #[pyo3(signature = (per_phase = false))]
+    fn topdown(&self, py: Python<'_>, per_phase: bool) -> PyResult<Py<PyAny>> {
+        let path = spelunk_perf::sidecar::Sidecar::path_for(std::path::Path::new(self.rec.path()));
+        let Some(sc) = self.rec.ctx.sidecar.as_deref() else {
+            return Err(spelunk_error(
+                py,
+                format!(
+                    "{}: no sidecar with PMU counts ({} does not exist or was ignored): record \
+                     with `spelunk record --emulate`, or import `perf stat` output with \
+                     `spelunk topdown --import`",
+                    self.rec.path(),
+                    path.display()
+                ),
+            ));
+        };
+        let opts = spelunk_pmu::sidecar::SidecarTopdown {
+            per_phase,
+            ..Default::default()
+        };
+        let report = spelunk_pmu::sidecar::topdown(sc, &path.display().to_string(), &opts)
+            .map_err(|e| spelunk_error(py, e.to_string()))?;
         values::to_python(py, &report)
     }
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -69,6 +69,17 @@ class Recording:
         """The cache lines shared between cores, as ``spelunk c2c FILE --json`` (with
         ``--line-size``, ``--limit``) reports them."""
         return C2cReport(self._native.c2c(line_size, limit))
+
+    def topdown(self, *, per_phase: bool = False) -> Dict[str, Any]:
+        """The top-down figures of the PMU counts in the recording's sidecar (what ``spelunk
+        record --emulate`` and ``spelunk record`` write), exactly as ``spelunk topdown --import
+        FILE --json`` (with ``--per-phase`` when ``per_phase``) prints them: ``scopes`` with
+        each scope's ``totals`` (metrics, stage-1 tree, bottleneck path) and ``events``.
+        ``spelunk.plot.topdown_tree`` draws it.
+
+        Raises :class:`~spelunk.SpelunkError` when the recording has no sidecar with counts.
+        """
+        return dict(self._native.topdown(per_phase))
 
 
 def open(  # noqa: A001 - the package's entry point, like io.open
