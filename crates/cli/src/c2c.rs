@@ -90,8 +90,7 @@ pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let report = build(&args)?;
     if let Some(out) = &args.html {
         let page = spelunk_report::html::render_c2c_html(&report)?;
-        spelunk_fsio::write_atomic(out, page.as_bytes())
-            .with_context(|| format!("writing {}", out.display()))?;
+        spelunk_report::html::write_page(out, &page)?;
         eprintln!(
             "spelunk c2c: wrote {} ({} cache lines; open it in a browser, it needs no network)",
             out.display(),

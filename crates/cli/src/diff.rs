@@ -5,8 +5,7 @@
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use spelunk_analysis::diff::{diff, DiffReport};
-use spelunk_analysis::model::{RecordingInfo, Report};
-use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
+use spelunk_analysis::model::Report;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -71,32 +70,8 @@ pub struct DiffArgs {
 fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
     let rec = args.interp.open(path, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
-    let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
     let mut symbolizer = args.symbols.symbolizer(&rec)?;
-    let limits = ReportLimits {
-        hotspot_rows: usize::MAX,
-        object_rows: usize::MAX,
-        timeline_points: 0,
-        ..Default::default()
-    };
-    let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
-        .with_phases(rec.ctx.phases.clone());
-    // The same parallel aggregation as `spelunk report` (the same figures as a serial pass).
-    let stats = spelunk_engine::parallel::profile(&rec, &mut builder, None)?;
-    let info = RecordingInfo {
-        file: rec.path().to_string(),
-        losses: rec.losses(&stats),
-        ..Default::default()
-    };
-    let r = builder.finish(
-        &rec.ctx.spaces,
-        &mut symbolizer,
-        &rec.ctx.thread_names,
-        info,
-        rec.ctx.sidecar.as_deref(),
-    );
-    rec.require_samples(&r)?;
-    Ok(r)
+    Ok(rec.every_row_report(filter, args.symbols.symfs.as_ref(), &mut symbolizer)?)
 }
 
 pub fn build(args: &DiffArgs) -> anyhow::Result<DiffReport> {

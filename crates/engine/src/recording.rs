@@ -83,6 +83,17 @@ pub enum RecordingError {
     },
     #[error("--line-size {0}: expected a power of two of at least 8")]
     LineSize(u64),
+    /// An option's value that selects nothing sensible (an unknown event class, a phase the
+    /// recording does not have, a range backwards), said with what to give instead.
+    #[error("{0}")]
+    Options(String),
+    /// An input an option names (`--kallsyms FILE`) that cannot be read; `what` names it.
+    #[error("{what}")]
+    Input {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 fn matched_filter(filter: &[String]) -> String {
