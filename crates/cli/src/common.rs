@@ -1,11 +1,9 @@
 //! Options and setup shared by the subcommands that read SPE recordings.
 
 use clap::Args;
-use spelunk_decode::StreamDesc;
 use spelunk_engine::recording::{Recording, RecordingError};
 use spelunk_perf::sidecar::SidecarUse;
-use spelunk_perf::PerfDataFile;
-use spelunk_spe::{Interpretation, Midr};
+use spelunk_spe::Midr;
 use std::path::Path;
 
 /// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
@@ -24,19 +22,6 @@ impl CpuArgs {
     /// The MIDR the user asked for, if any.
     pub fn midr_override(&self) -> Result<Option<Midr>, RecordingError> {
         spelunk_engine::select::midr_override(self.cpu_model.as_deref(), self.midr.as_deref())
-    }
-
-    /// The interpretation of every CPU of `file`: the override, else each CPU's recorded MIDR.
-    pub fn interpretation(
-        &self,
-        file: &PerfDataFile,
-        streams: &[StreamDesc],
-    ) -> anyhow::Result<Interpretation> {
-        Ok(spelunk_engine::recording::interpretation(
-            file,
-            streams,
-            self.midr_override()?,
-        ))
     }
 
     /// Opens the SPE recording `path`, interpreted as these options say, with its sidecar as
