@@ -52,13 +52,13 @@ impl CpuArgs {
 
 /// Refuses, before any work, an output that would overwrite an input (docs/files.md): the
 /// recording, its sidecar, an imported file, the program being recorded.
-pub fn guard_outputs(
+pub fn guard_outputs<'p>(
     inputs: &[&std::path::Path],
-    outputs: &[&std::path::Path],
+    outputs: impl IntoIterator<Item = &'p std::path::Path>,
 ) -> anyhow::Result<()> {
     let mut guard = spelunk_fsio::OutputGuard::new();
     guard.inputs(inputs.iter().copied());
-    guard.check_all(outputs.iter().copied())?;
+    guard.check_all(outputs)?;
     Ok(())
 }
 

@@ -98,10 +98,7 @@ pub fn run(args: DecodeArgs) -> anyhow::Result<ExitCode> {
     };
     let [data, sidecar] = crate::common::recording_inputs(&args.file);
     let tables = SpeTableWriter::paths(&req.prefix, req.format);
-    crate::common::guard_outputs(
-        &[&data, &sidecar],
-        &tables.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
+    crate::common::guard_outputs(&[&data, &sidecar], tables.iter().map(PathBuf::as_path))?;
     let input = DecodeInput::open(&req)?;
     let progress = Progress::bytes(input.bytes(), "decoding", args.no_progress);
     let decoded = input.decode(&req, &|n| progress.set(n));

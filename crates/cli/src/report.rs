@@ -195,10 +195,7 @@ fn run_timelines_only(args: &ReportArgs, sc: Sidecar, file: &str) -> anyhow::Res
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(sidecar) = timelines_only_sidecar(&args.file) {
         let inputs = [sidecar.as_path()];
-        crate::common::guard_outputs(
-            &inputs,
-            &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-        )?;
+        crate::common::guard_outputs(&inputs, args.html.as_deref())?;
         let sc = Sidecar::read(&sidecar)?;
         return run_timelines_only(&args, sc, &sidecar.display().to_string());
     }
@@ -223,10 +220,7 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let [data, sidecar] = crate::common::recording_inputs(&args.file);
     let mut inputs = vec![data.as_path(), sidecar.as_path()];
     inputs.extend(args.topdown.as_deref());
-    crate::common::guard_outputs(
-        &inputs,
-        &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
+    crate::common::guard_outputs(&inputs, args.html.as_deref())?;
     let mut topdown = args.topdown.as_deref().map(Topdown::read).transpose()?;
     let (report, sidecar) = build_report(&args)?;
     if let Some(out) = &args.html {

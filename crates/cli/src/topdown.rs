@@ -208,10 +208,7 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter_map(|p| p.as_deref())
         .collect();
-    crate::common::guard_outputs(
-        &inputs,
-        &args.output.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
+    crate::common::guard_outputs(&inputs, args.output.as_deref())?;
     let req = args.request();
     if args.list {
         print!("{}", topdown_text::render_catalog(&req.listed_catalog()?));
