@@ -197,3 +197,46 @@ pub fn midr_override(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::recording::{error_chain, error_line};
+
+    fn message<T: std::fmt::Debug>(r: Result<T, RecordingError>) -> String {
+        error_line(error_chain(&r.unwrap_err()))
+    }
+
+    #[test]
+    fn ranges_are_from_below_to() {
+        assert_eq!(time_range("0.5,1.25").unwrap(), (0.5, 1.25));
+        assert_eq!(pc_range("0x10,0x1_00").unwrap(), (16, 256));
+        assert_eq!(pc_range("10,20").unwrap(), (10, 20));
+        assert_eq!(
+            message(pc_range("5,2")),
+            "--pc-range '5,2': FROM must be below TO"
+        );
+        assert_eq!(
+            message(pc_range("0x10")),
+            "--pc-range '0x10': expected FROM,TO"
+        );
+        assert!(message(time_range("2,1")).starts_with("--time-range '2,1': expected FROM,TO"));
+        assert!(time_range("-1,1").is_err() && time_range("0,inf").is_err());
+    }
+
+    #[test]
+    fn cpu_options_name_a_midr() {
+        // Neoverse N1: implementer 0x41 (Arm), part number 0xd0c (Arm's N1 TRM, MIDR_EL1).
+        let n1 = midr_override(Some("neoverse-n1"), None).unwrap().unwrap();
+        assert_eq!((n1.implementer(), n1.part()), (0x41, 0xd0c));
+        let given = midr_override(None, Some("0x413fd0c1")).unwrap().unwrap();
+        assert_eq!(given.0, 0x413f_d0c1);
+        assert_eq!(midr_override(None, None).unwrap(), None);
+        assert_eq!(
+            message(midr_override(None, Some("zz"))),
+            "--midr 'zz' is not a number (expected e.g. 0x413fd0c1)"
+        );
+        assert!(message(midr_override(Some("cortex-z9"), None))
+            .starts_with("unknown CPU model 'cortex-z9'; known models: "));
+    }
+}

@@ -236,3 +236,38 @@ pub fn page_topdown(sc: &Sidecar, recording: &Path) -> Option<Result<Report, Pmu
     };
     Some(sidecar::topdown(sc, &path.display().to_string(), &opts))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_needs_a_named_catalog_and_live_runs_have_no_phases() {
+        let none = TopdownRequest::default();
+        assert!(matches!(
+            none.listed_catalog(),
+            Err(TopdownError::Options(_))
+        ));
+        let v2 = TopdownRequest {
+            cpu_model: Some("neoverse-v2".into()),
+            ..Default::default()
+        };
+        assert!(v2.listed_catalog().unwrap().group("Topdown_L1").is_some());
+        let phases = TopdownRequest {
+            per_phase: true,
+            ..Default::default()
+        };
+        assert!(none.check_live().is_ok() && phases.check_live().is_err());
+        let bad_cpus = LiveTarget {
+            cpus: Some("x".into()),
+            ..Default::default()
+        };
+        match none.live_options(&bad_cpus) {
+            Err(TopdownError::Options(m)) => assert_eq!(m, "-C x: not a CPU list like 0-3,8"),
+            other => panic!("{other:?}"),
+        }
+        // No counts in the sidecar: no top-down section.
+        let sc = Sidecar::default();
+        assert!(page_topdown(&sc, Path::new("perf.data")).is_none());
+    }
+}

@@ -598,3 +598,65 @@ pub fn emulated_topdown(
     }
     Ok((report, rec.exit.code()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(req: &RecordRequest) -> String {
+        match record(req, &mut |l| panic!("nothing runs, yet: {l}")) {
+            Err(RecordFlowError::Options(m)) => m,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn options_are_checked_before_anything_runs() {
+        let base = RecordRequest {
+            recorder: Recorder::Emulated,
+            period_ops: 1024,
+            command: vec!["true".into()],
+            ..Default::default()
+        };
+        // PMSIRR_EL1.INTERVAL counts in units of 256 operations.
+        let r = RecordRequest {
+            period_ops: 100,
+            ..base.clone()
+        };
+        assert!(refused(&r).starts_with("--period 100: SPE intervals are multiples of 256"));
+        let r = RecordRequest {
+            filter: vec!["load".into(), "alu".into()],
+            ..base.clone()
+        };
+        assert_eq!(
+            refused(&r),
+            "--filter alu: expected load, store or branch (comma-separated)"
+        );
+        let r = RecordRequest {
+            recorder: Recorder::Hardware,
+            keep_trace: true,
+            collisions: true,
+            ..base.clone()
+        };
+        assert!(refused(&r).contains("apply to --emulate only"));
+        let r = RecordRequest {
+            recorder: Recorder::TimelinesOnly,
+            command: Vec::new(),
+            ..base.clone()
+        };
+        assert_eq!(
+            refused(&r),
+            "--no-spe records a command: give it after `--`"
+        );
+        let r = RecordRequest {
+            event_filter: Some("0xzz".into()),
+            ..base
+        };
+        match record(&r, &mut |_| {}) {
+            Err(RecordFlowError::Step { what, .. }) => {
+                assert_eq!(what, "--event-filter 0xzz: not a hex number")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -372,3 +372,24 @@ pub fn render_decoded(t: &DecodedTables, input: &Path) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::default_prefix;
+    use std::path::{Path, PathBuf};
+
+    /// spe-parser's naming: the recording's name without `.data` (docs/decode.md).
+    #[test]
+    fn the_default_prefix_drops_data() {
+        assert_eq!(
+            default_prefix(Path::new("/tmp/run1.data")),
+            PathBuf::from("run1")
+        );
+        assert_eq!(
+            default_prefix(Path::new("trace.bin")),
+            PathBuf::from("trace.bin")
+        );
+        assert_eq!(default_prefix(Path::new(".data")), PathBuf::from("spe"));
+        assert_eq!(default_prefix(Path::new("/")), PathBuf::from("spe"));
+    }
+}
