@@ -154,6 +154,8 @@ pub struct Recording {
     container: ContainerLosses,
     pub interp: Interpretation,
     pub ctx: RecordingContext,
+    /// How the decodes run (helper threads per stream; the defaults otherwise).
+    pub decode_options: DecodeOptions,
 }
 
 impl Recording {
@@ -181,6 +183,7 @@ impl Recording {
             container,
             interp,
             ctx,
+            decode_options: DecodeOptions::default(),
         })
     }
 
@@ -205,11 +208,10 @@ impl Recording {
 
     /// Decodes every sample in time order, feeding each to `f`.
     pub fn decode(&self, mut f: impl FnMut(&SpeSample)) -> Result<DecodeStats, RecordingError> {
-        let outcome =
-            spelunk_decode::decode(&self.file, &self.plan, &DecodeOptions::default(), |s| {
-                f(s);
-                Ok::<(), Infallible>(())
-            });
+        let outcome = spelunk_decode::decode(&self.file, &self.plan, &self.decode_options, |s| {
+            f(s);
+            Ok::<(), Infallible>(())
+        });
         match outcome {
             Ok(o) => Ok(o.stats),
             Err(PipelineError::Sink(never)) => match never {},
@@ -228,7 +230,7 @@ impl Recording {
         let outcome = spelunk_decode::decode_map(
             &self.file,
             &self.plan,
-            &DecodeOptions::default(),
+            &self.decode_options,
             maps,
             |item| {
                 f(item);
@@ -242,10 +244,16 @@ impl Recording {
         }
     }
 
+    /// Helper threads each stream's worker gets in [`Recording::decode_map`] (for maps that
+    /// fork; see `spelunk_decode::helpers_per_stream`).
+    pub fn map_helpers(&self) -> usize {
+        spelunk_decode::helpers_per_stream(&self.plan, &self.decode_options)
+    }
+
     /// The time of the first timed sample [`Recording::decode`] gives (what `--time-range` is
     /// relative to), without decoding the whole recording.
     pub fn first_time_ns(&self) -> Result<Option<u64>, RecordingError> {
-        spelunk_decode::first_time_ns(&self.file, &self.plan, &DecodeOptions::default())
+        spelunk_decode::first_time_ns(&self.file, &self.plan, &self.decode_options)
             .map_err(|e| self.decode_error(e))
     }
 
