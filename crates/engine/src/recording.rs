@@ -23,6 +23,7 @@ use spelunk_spe::{CpuInterpretation, DecodeStats, Interpretation, Midr, SpeSampl
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Why a recording could not be opened, decoded or reported. `Display` is one line starting
@@ -242,6 +243,30 @@ impl Recording {
             Err(PipelineError::Sink(never)) => match never {},
             Err(e) => Err(self.decode_error(e)),
         }
+    }
+
+    /// Runs `pass` (a decode of the samples) on another thread while this one loads the
+    /// recorded programs' symbols into `symbolizer` ([`CodeSymbolizer::preload`]), which the
+    /// pass's PCs are symbolized with after it: loading DWARF is the largest fixed cost of a
+    /// report or an annotation, and the PCs that need it are known only when the pass is over.
+    /// (The symbolizer stays on this thread: blazesym's is not Send.)
+    pub fn while_loading_symbols<T: Send>(
+        &self,
+        symbolizer: &mut CodeSymbolizer,
+        pass: impl FnOnce() -> T + Send,
+    ) -> T {
+        let stop = AtomicBool::new(false);
+        let files = self.ctx.spaces.executable_files();
+        std::thread::scope(|scope| {
+            let pass = scope.spawn(|| {
+                let out = pass();
+                stop.store(true, Ordering::Relaxed);
+                out
+            });
+            symbolizer.preload(&files, &stop);
+            pass.join()
+        })
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// Helper threads each stream's worker gets in [`Recording::decode_map`] (for maps that

@@ -8,7 +8,6 @@ use spelunk_analysis::object_timelines::per_object;
 use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The c2c analysis asked of [`Recording::report`] (`spelunk report --c2c`).
 #[derive(Clone, Copy, Debug)]
@@ -53,21 +52,9 @@ impl Recording {
         let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
             .with_phases(self.ctx.phases.clone())
             .with_hotspot_sort(opts.sort);
-        // The symbols of the recorded programs load while the samples are decoded (they are
-        // needed after it, for the hot PCs; loading DWARF is a report's largest fixed cost).
-        let stop = AtomicBool::new(false);
-        let files = self.ctx.spaces.executable_files();
-        // (blazesym's symbolizer stays on this thread: it is not Send.)
-        let stats = std::thread::scope(|scope| {
-            let profile = scope.spawn(|| {
-                let stats = crate::parallel::profile(self, &mut builder, c2c.as_mut());
-                stop.store(true, Ordering::Relaxed);
-                stats
-            });
-            symbolizer.preload(&files, &stop);
-            profile.join()
-        })
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        let stats = self.while_loading_symbols(symbolizer, || {
+            crate::parallel::profile(self, &mut builder, c2c.as_mut())
+        })?;
         let losses = self.losses(&stats);
         let info = RecordingInfo {
             file: self.path().to_string(),
