@@ -10,14 +10,21 @@
 //! Why a thread per stream rather than a fixed pool: the merge needs the head of every stream;
 //! a pool smaller than the number of streams could have all its threads blocked on full channels
 //! while the merge waits for a stream that is not scheduled.
+//!
+//! With fewer streams than cores (a program recorded on one CPU has one AUX stream), a stream's
+//! worker gets helper threads: the worker decodes and places records in context, and hands
+//! each full batch of records to a helper to map (attribution, aggregation: most of a report's
+//! per-record work), or maps it itself when every helper is busy. The merge receives the
+//! batches in stream order, each as soon as its map is done, so the items and their order are
+//! those of a single worker ([`SampleMap::fork`]).
 
 use crate::threads::ThreadTimeline;
 use spelunk_spe::{DecodeIssue, DecodeStats, RecordDecoder, SpeRecord, SpeSample};
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
-use std::sync::Arc;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
 
 /// Where the AUX bytes live (a perf.data file in practice; memory in tests).
 pub trait AuxSource: Sync {
@@ -65,6 +72,9 @@ pub struct DecodeOptions {
     pub buffer_budget_bytes: usize,
     /// Incremented with the bytes each worker has decoded (for progress bars).
     pub progress: Option<Arc<AtomicU64>>,
+    /// Helper threads mapping records for each stream whose map can fork ([`SampleMap::fork`]);
+    /// `None`: [`map_helpers`] of the machine's cores.
+    pub helpers_per_stream: Option<usize>,
 }
 
 impl Default for DecodeOptions {
@@ -73,6 +83,7 @@ impl Default for DecodeOptions {
             piece_bytes: 1 << 20,
             buffer_budget_bytes: 64 << 20,
             progress: None,
+            helpers_per_stream: None,
         }
     }
 }
@@ -151,8 +162,19 @@ const CHANNEL_DEPTH: usize = 2;
 const MIN_BATCH: usize = 256;
 const MAX_BATCH: usize = 16 * 1024;
 
-fn batch_records(streams: usize, budget: usize, item_bytes: usize) -> usize {
-    let per = budget / (streams.max(1) * (CHANNEL_DEPTH + 2) * (item_bytes + 8).max(1));
+/// Records per batch, so that the batches in flight stay within `budget`: per stream, the
+/// merge's channel, the batch being filled and the one being read, and with `helpers` a job
+/// queued and one being mapped per helper, each holding its records in context too.
+fn batch_records(streams: usize, budget: usize, item_bytes: usize, helpers: usize) -> usize {
+    let batches = CHANNEL_DEPTH + 2 + 2 * helpers;
+    let record_bytes = item_bytes
+        + 8
+        + if helpers > 0 {
+            std::mem::size_of::<Placed>()
+        } else {
+            0
+        };
+    let per = budget / (streams.max(1) * batches * record_bytes.max(1));
     per.clamp(MIN_BATCH, MAX_BATCH)
 }
 
@@ -174,6 +196,45 @@ pub trait SampleMap: Send {
     /// Also called once when the worker panics, inside a run or not.
     #[inline]
     fn end(&mut self) {}
+    /// Another map for this stream, for a helper thread that maps some of the stream's batches
+    /// while the worker decodes the next ones (see the module doc). An item must not depend on
+    /// which of a stream's maps made it. `None` (the default): the worker maps every record.
+    fn fork(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Takes back a fork's state after the decode (e.g. adds its counts to this map's).
+    fn join(&mut self, _fork: Self)
+    where
+        Self: Sized,
+    {
+    }
+}
+
+/// Most helper threads a stream's worker gets: one worker decodes a stream about three times as
+/// fast as one thread maps a report's records, so more would wait.
+pub const MAX_HELPERS_PER_STREAM: usize = 3;
+
+/// Helper threads per stream when `streams` streams are decoded on `cores` cores: the cores
+/// the workers leave idle, shared among the streams, at most [`MAX_HELPERS_PER_STREAM`].
+pub fn map_helpers(streams: usize, cores: usize) -> usize {
+    if streams == 0 {
+        return 0;
+    }
+    (cores.saturating_sub(streams) / streams).min(MAX_HELPERS_PER_STREAM)
+}
+
+/// The helpers each stream of `plan` gets under `opts` ([`DecodeOptions::helpers_per_stream`] or
+/// [`map_helpers`] of the machine's cores), for maps that fork. A caller sharing state among
+/// the maps (a pool of aggregates) can size it for `streams × (1 + this)` threads mapping at once.
+pub fn helpers_per_stream(plan: &DecodePlan, opts: &DecodeOptions) -> usize {
+    let env = || std::env::var("SPELUNK_DECODE_HELPERS").ok()?.parse().ok();
+    opts.helpers_per_stream.or_else(env).unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        map_helpers(plan.streams.len(), cores)
+    })
 }
 
 /// Where and when a record was sampled: an [`SpeSample`] without its record.
@@ -309,6 +370,9 @@ impl<T> Batch<T> {
 
 enum Msg<T> {
     Batch(Batch<T>),
+    /// A batch a helper is mapping; it comes through this channel when done (the channel closes
+    /// without it when the helper panicked).
+    Pending(Receiver<Batch<T>>),
     ReadError {
         offset: u64,
         len: usize,
@@ -349,6 +413,109 @@ fn read_pieces<S: AuxSource>(
     Ok(())
 }
 
+/// A record placed in context: what a worker hands a helper to map.
+type Placed = (SpeRecord, SampleContext);
+
+/// A full batch of a stream's records for a helper to map into `batch` (whose keys the worker
+/// has set and whose items are empty) and send back through `done`.
+struct Job<T> {
+    records: Vec<Placed>,
+    batch: Batch<T>,
+    done: Sender<Batch<T>>,
+}
+
+/// A worker's side of its helpers: where jobs go, and where their record vectors come back to
+/// be reused (no fresh pages to fault in for every batch).
+struct HelperLink<T> {
+    jobs: SyncSender<Job<T>>,
+    records_back: Receiver<Vec<Placed>>,
+}
+
+/// Maps `records` into `batch` with `map` (one run: begin, map each, end).
+fn map_run<M: SampleMap>(map: &mut M, records: &[Placed], batch: &mut Batch<M::Item>) {
+    map.begin();
+    batch
+        .items
+        .extend(records.iter().map(|(r, c)| map.map(r, c)));
+    map.end();
+}
+
+/// A batch the merge has finished with, or a new one.
+fn recycled<T>(free: &Receiver<Batch<T>>, batch_len: usize) -> Batch<T> {
+    match free.try_recv() {
+        Ok(mut b) => {
+            b.keys.clear();
+            b.items.clear();
+            b
+        }
+        Err(_) => Batch::with_capacity(batch_len),
+    }
+}
+
+/// Sends a worker's full batch of `records` (keys in `batch`) on towards the merge: to a free
+/// helper, the merge getting a placeholder it waits on, or, when every helper is busy, mapped
+/// here. Returns false when the merge has stopped, and the record vector when it is free for
+/// reuse.
+fn hand_off<M: SampleMap>(
+    link: &HelperLink<M::Item>,
+    map: &mut M,
+    records: Vec<Placed>,
+    batch: Batch<M::Item>,
+    tx: &SyncSender<Msg<M::Item>>,
+) -> (bool, Option<Vec<Placed>>) {
+    let (done, pending) = channel();
+    match link.jobs.try_send(Job {
+        records,
+        batch,
+        done,
+    }) {
+        Ok(()) => (tx.send(Msg::Pending(pending)).is_ok(), None),
+        Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
+            let Job {
+                mut records,
+                mut batch,
+                ..
+            } = job;
+            map_run(map, &records, &mut batch);
+            records.clear();
+            (tx.send(Msg::Batch(batch)).is_ok(), Some(records))
+        }
+    }
+}
+
+/// A helper thread: maps the jobs of one stream with its own fork of the stream's map until the
+/// worker is done, then returns the fork (for [`SampleMap::join`]).
+fn helper<M: SampleMap>(
+    mut map: M,
+    jobs: &Mutex<Receiver<Job<M::Item>>>,
+    records_back: Sender<Vec<Placed>>,
+) -> M {
+    loop {
+        let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok(Job {
+            mut records,
+            mut batch,
+            done,
+        }) = job
+        else {
+            return map;
+        };
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            map_run(&mut map, &records, &mut batch)
+        }));
+        if let Err(panic) = run {
+            // Give back what the map holds (see SampleMap::end); the merge, finding `done`
+            // closed, fails the decode with WorkerPanicked.
+            map.end();
+            std::panic::resume_unwind(panic);
+        }
+        // Nobody waits when the merge has stopped: then the batch is dropped.
+        let _ = done.send(batch);
+        records.clear();
+        let _ = records_back.send(records);
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker<S: AuxSource, M: SampleMap>(
     src: &S,
@@ -359,11 +526,16 @@ fn worker<S: AuxSource, M: SampleMap>(
     map: &mut M,
     tx: SyncSender<Msg<M::Item>>,
     free: Receiver<Batch<M::Item>>,
+    helpers: Option<HelperLink<M::Item>>,
 ) -> WorkerResult {
     let mut dec = RecordDecoder::new();
     let mut att = Attributor::new(stream, plan);
     let mut buf = piece_buffer(stream, opts);
     let mut batch = Batch::with_capacity(batch_len);
+    // With helpers, records are gathered here and mapped by a helper (or by this worker when
+    // all are busy); without, each is mapped as it is decoded.
+    let mut records: Vec<Placed> =
+        Vec::with_capacity(if helpers.is_some() { batch_len } else { 0 });
     let mut last_key = 0u64;
     let mut stopped = false;
     let done = |dec: RecordDecoder| WorkerResult {
@@ -371,7 +543,9 @@ fn worker<S: AuxSource, M: SampleMap>(
         issues: dec.issues().to_vec(),
     };
     let read = read_pieces(src, stream, &mut buf, &mut dec, |dec, piece, at| {
-        map.begin();
+        if helpers.is_none() {
+            map.begin();
+        }
         dec.feed_each(piece, at, |r| {
             if stopped {
                 return;
@@ -381,26 +555,35 @@ fn worker<S: AuxSource, M: SampleMap>(
                 last_key = t;
             }
             batch.keys.push(last_key);
-            batch.items.push(map.map(r, &c));
-            if batch.items.len() >= batch_len {
-                // Reuse a batch the merge has finished with (no fresh pages to fault in).
-                let next = match free.try_recv() {
-                    Ok(mut b) => {
-                        b.keys.clear();
-                        b.items.clear();
-                        b
+            match &helpers {
+                Some(link) => {
+                    records.push((*r, c));
+                    if records.len() >= batch_len {
+                        let keys = std::mem::replace(&mut batch, recycled(&free, batch_len));
+                        let full = std::mem::take(&mut records);
+                        let (sent, back) = hand_off(link, map, full, keys, &tx);
+                        stopped = !sent;
+                        records = back
+                            .or_else(|| link.records_back.try_recv().ok())
+                            .unwrap_or_else(|| Vec::with_capacity(batch_len));
                     }
-                    Err(_) => Batch::with_capacity(batch_len),
-                };
-                let full = std::mem::replace(&mut batch, next);
-                // The send blocks while the merge waits on other streams: nothing shared
-                // may be held meanwhile (see SampleMap::end).
-                map.end();
-                stopped = tx.send(Msg::Batch(full)).is_err();
-                map.begin();
+                }
+                None => {
+                    batch.items.push(map.map(r, &c));
+                    if batch.items.len() >= batch_len {
+                        let full = std::mem::replace(&mut batch, recycled(&free, batch_len));
+                        // The send blocks while the merge waits on other streams: nothing
+                        // shared may be held meanwhile (see SampleMap::end).
+                        map.end();
+                        stopped = tx.send(Msg::Batch(full)).is_err();
+                        map.begin();
+                    }
+                }
             }
         });
-        map.end();
+        if helpers.is_none() {
+            map.end();
+        }
         if let Some(p) = &opts.progress {
             p.fetch_add(piece.len() as u64, Ordering::Relaxed);
         }
@@ -414,8 +597,14 @@ fn worker<S: AuxSource, M: SampleMap>(
         return done(dec);
     }
     dec.finish();
-    if !batch.items.is_empty() {
-        let _ = tx.send(Msg::Batch(batch));
+    match &helpers {
+        Some(link) if !records.is_empty() => {
+            let _ = hand_off(link, map, records, batch, &tx);
+        }
+        _ if !batch.items.is_empty() => {
+            let _ = tx.send(Msg::Batch(batch));
+        }
+        _ => {}
     }
     done(dec)
 }
@@ -530,21 +719,59 @@ where
 {
     assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
     check_streams(plan)?;
+    let helpers_wanted = helpers_per_stream(plan, opts);
+    // Each stream's forks, made before the maps are lent to the workers.
+    let mut forks: Vec<Vec<M>> = maps
+        .iter()
+        .map(|m| (0..helpers_wanted).map_while(|_| m.fork()).collect())
+        .collect();
     let batch_len = batch_records(
         plan.streams.len(),
         opts.buffer_budget_bytes,
         std::mem::size_of::<M::Item>(),
+        forks.iter().map(Vec::len).max().unwrap_or(0),
     );
-    std::thread::scope(|scope| {
+    let (result, joined) = std::thread::scope(|scope| {
         let mut handles = Vec::new();
+        let mut helper_handles = Vec::new();
         let mut heads: Vec<Option<Head<M::Item>>> = Vec::new();
         let mut failure: Option<PipelineError<E>> = None;
-        for (stream, map) in plan.streams.iter().zip(maps.iter_mut()) {
+        for (i, ((stream, map), forks)) in plan
+            .streams
+            .iter()
+            .zip(maps.iter_mut())
+            .zip(forks.iter_mut())
+            .enumerate()
+        {
             let (tx, rx) = sync_channel(CHANNEL_DEPTH);
             let (free_tx, free_rx) = channel();
+            let link = if forks.is_empty() {
+                None
+            } else {
+                let (jobs_tx, jobs_rx) = sync_channel(forks.len());
+                let (back_tx, back_rx) = channel();
+                let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+                for fork in forks.drain(..) {
+                    let jobs_rx = jobs_rx.clone();
+                    let back_tx = back_tx.clone();
+                    let spawned = std::thread::Builder::new()
+                        .spawn_scoped(scope, move || helper(fork, &jobs_rx, back_tx));
+                    match spawned {
+                        Ok(h) => helper_handles.push((i, h)),
+                        // Fewer helpers: the worker maps what they cannot take.
+                        Err(_) => break,
+                    }
+                }
+                Some(HelperLink {
+                    jobs: jobs_tx,
+                    records_back: back_rx,
+                })
+            };
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    worker(src, plan, stream, opts, batch_len, &mut *map, tx, free_rx)
+                    worker(
+                        src, plan, stream, opts, batch_len, &mut *map, tx, free_rx, link,
+                    )
                 }));
                 run.unwrap_or_else(|panic| {
                     // Give back what the map holds (see SampleMap::end): other workers waiting
@@ -575,41 +802,53 @@ where
         let mut heap = BinaryHeap::new();
         let mut samples = 0u64;
 
-        // Pulls the next batch of a stream (blocking); false when the stream is finished.
-        let refill = |head: &mut Head<M::Item>, failure: &mut Option<PipelineError<E>>| -> bool {
-            loop {
-                match head.rx.recv() {
-                    Ok(Msg::Batch(b)) if b.items.is_empty() => continue,
-                    Ok(Msg::Batch(b)) => {
-                        let done = std::mem::replace(&mut head.batch, b);
-                        if done.items.capacity() > 0 {
-                            let _ = head.free.send(done);
+        // Pulls the next batch of stream `i` (blocking); false when the stream is finished.
+        let refill =
+            |i: usize, head: &mut Head<M::Item>, failure: &mut Option<PipelineError<E>>| -> bool {
+                loop {
+                    let next = match head.rx.recv() {
+                        Ok(Msg::Batch(b)) => b,
+                        Ok(Msg::Pending(done)) => match done.recv() {
+                            Ok(b) => b,
+                            Err(_) => {
+                                // The helper mapping it panicked.
+                                if failure.is_none() {
+                                    *failure = Some(PipelineError::WorkerPanicked { stream: i });
+                                }
+                                return false;
+                            }
+                        },
+                        Ok(Msg::ReadError { offset, len, error }) => {
+                            if failure.is_none() {
+                                *failure = Some(PipelineError::Read {
+                                    name: src.name(),
+                                    offset,
+                                    len,
+                                    source: error,
+                                });
+                            }
+                            return false;
                         }
-                        head.pos = 0;
-                        return true;
+                        Err(_) => return false,
+                    };
+                    if next.items.is_empty() {
+                        continue;
                     }
-                    Ok(Msg::ReadError { offset, len, error }) => {
-                        if failure.is_none() {
-                            *failure = Some(PipelineError::Read {
-                                name: src.name(),
-                                offset,
-                                len,
-                                source: error,
-                            });
-                        }
-                        return false;
+                    let done = std::mem::replace(&mut head.batch, next);
+                    if done.items.capacity() > 0 {
+                        let _ = head.free.send(done);
                     }
-                    Err(_) => return false,
+                    head.pos = 0;
+                    return true;
                 }
-            }
-        };
+            };
 
         for (i, slot) in heads.iter_mut().enumerate() {
             if failure.is_some() {
                 break;
             }
             let head = slot.as_mut().expect("just inserted"); // ok: slots were filled above
-            if refill(head, &mut failure) {
+            if refill(i, head, &mut failure) {
                 heap.push(Reverse((head.batch.keys[0], i)));
             } else {
                 *slot = None;
@@ -633,7 +872,7 @@ where
             }
             samples += 1;
             head.pos += 1;
-            if head.pos < head.batch.items.len() || refill(head, &mut failure) {
+            if head.pos < head.batch.items.len() || refill(i, head, &mut failure) {
                 *top = Reverse((head.batch.keys[head.pos], i));
             } else {
                 PeekMut::pop(top);
@@ -664,12 +903,29 @@ where
                 }
             }
         }
+        // The workers are done, so their job queues are closed and the helpers finish.
+        let mut joined = Vec::new();
+        for (i, h) in helper_handles {
+            match h.join() {
+                Ok(fork) => joined.push((i, fork)),
+                Err(_) => {
+                    if failure.is_none() {
+                        failure = Some(PipelineError::WorkerPanicked { stream: i });
+                    }
+                }
+            }
+        }
         outcome.issues.sort_by_key(|i| i.offset);
-        match failure {
+        let result = match failure {
             Some(e) => Err(e),
             None => Ok(outcome),
-        }
-    })
+        };
+        (result, joined)
+    });
+    for (i, fork) in joined {
+        maps[i].join(fork);
+    }
+    result
 }
 
 #[cfg(test)]

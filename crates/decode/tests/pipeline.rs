@@ -408,3 +408,187 @@ fn a_worker_panicking_inside_a_run_fails_the_decode_without_a_hang() {
     );
     assert!(!maps[2].held, "the panicking worker's token was given back");
 }
+
+/// A map whose forks map on helper threads (as the report's and `decode`'s maps do), all of
+/// them sharing one token (so a helper and its worker hold it in turn), the samples
+/// themselves as items.
+struct ForkingMap<'p> {
+    token: TokenMap<'p>,
+    forks_joined: u64,
+    mapped_by_forks: u64,
+    /// A fork panics on mapping this many records.
+    fork_panic_at: Option<u64>,
+}
+
+impl<'p> ForkingMap<'p> {
+    fn new(pool: &'p TokenPool, n: usize, fork_panic_at: Option<u64>) -> Vec<Self> {
+        pool.maps(n)
+            .into_iter()
+            .map(|token| ForkingMap {
+                token,
+                forks_joined: 0,
+                mapped_by_forks: 0,
+                fork_panic_at,
+            })
+            .collect()
+    }
+}
+
+impl spelunk_decode::SampleMap for ForkingMap<'_> {
+    type Item = SpeSample;
+    fn map(&mut self, r: &SpeRecord, c: &spelunk_decode::SampleContext) -> SpeSample {
+        self.token.map(r, c);
+        c.sample(r)
+    }
+    fn begin(&mut self) {
+        self.token.begin();
+    }
+    fn end(&mut self) {
+        self.token.end();
+    }
+    fn fork(&self) -> Option<Self> {
+        let mut fork = ForkingMap::new(self.token.pool, 1, self.fork_panic_at).pop()?;
+        fork.token.panic_at = self.fork_panic_at;
+        Some(fork)
+    }
+    fn join(&mut self, fork: Self) {
+        assert!(!fork.token.held, "a fork kept the token");
+        assert_eq!(
+            fork.token.unpaired_ends, 0,
+            "a fork ended without beginning"
+        );
+        self.forks_joined += 1;
+        self.mapped_by_forks += fork.token.mapped;
+    }
+}
+
+/// One stream of `n` synthetic records in chunks of `chunk` bytes, with a timer when `timed`.
+fn one_stream(
+    seed: u64,
+    n: usize,
+    chunk: usize,
+    timed: bool,
+) -> (Vec<SpeRecord>, MemFile, DecodePlan) {
+    let records = synth(seed, n, Some(5), if timed { 1_000 } else { 0 });
+    let (file, descs) = layout(std::slice::from_ref(&records), chunk);
+    let time_conv: Option<spelunk_decode::TimeConvFn> = if timed {
+        Some(Arc::new(|ticks| ticks))
+    } else {
+        None
+    };
+    let plan = DecodePlan {
+        streams: descs,
+        time_conv,
+        threads: ThreadTimeline::new(),
+    };
+    (records, file, plan)
+}
+
+/// With helper threads mapping a stream's batches (one stream, as a program recorded on one
+/// CPU has, and six interleaved ones), the sink gets exactly the samples, in exactly the order,
+/// that a decode without helpers gives; every record is mapped once, by the worker or a helper;
+/// every fork is joined back.
+#[test]
+fn helpers_keep_every_sample_in_order() {
+    let (records, file1, one_plan) = one_stream(7, 20000, 1000, true);
+    let one = vec![records];
+    let (six, file6, six_plan, _) = six_interleaved_streams();
+    for (streams, file, plan) in [(&one, &file1, &one_plan), (&six, &file6, &six_plan)] {
+        let small = DecodeOptions {
+            piece_bytes: 4096,
+            buffer_budget_bytes: 1,
+            helpers_per_stream: Some(0),
+            ..Default::default()
+        };
+        let (want, _) = collect(file, plan, &small);
+        assert_eq!(want.len(), streams.iter().map(Vec::len).sum::<usize>());
+        for helpers in [1, 2, 3] {
+            let opts = DecodeOptions {
+                helpers_per_stream: Some(helpers),
+                ..small.clone()
+            };
+            let pool = TokenPool::new();
+            let mut maps = ForkingMap::new(&pool, streams.len(), None);
+            let mut got = Vec::with_capacity(want.len());
+            let outcome = spelunk_decode::decode_map(file, plan, &opts, &mut maps, |s| {
+                got.push(*s);
+                Ok::<(), std::io::Error>(())
+            })
+            .unwrap();
+            assert_eq!(outcome.samples, want.len() as u64);
+            assert!(got == want, "{helpers} helpers: samples differ");
+            for (m, recs) in maps.iter().zip(streams.iter()) {
+                assert_eq!(m.forks_joined, helpers as u64);
+                assert_eq!(m.token.mapped + m.mapped_by_forks, recs.len() as u64);
+                // The first full batch always finds the job queue empty.
+                assert!(m.mapped_by_forks > 0, "the helpers mapped nothing");
+                assert!(!m.token.held);
+            }
+            assert!(pool.is_free(), "the token is back");
+            assert!(!pool.timed_out.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// A helper that panics while it holds the token: the decode fails with WorkerPanicked for
+/// its stream, and nobody waits for the token in vain.
+#[test]
+fn a_helper_panicking_fails_the_decode_without_a_hang() {
+    let (_, file, plan) = one_stream(9, 30000, 1000, true);
+    let opts = DecodeOptions {
+        piece_bytes: 4096,
+        buffer_budget_bytes: 1,
+        helpers_per_stream: Some(2),
+        ..Default::default()
+    };
+    let pool = TokenPool::new();
+    let mut maps = ForkingMap::new(&pool, 1, Some(300));
+    let r = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        Ok::<(), std::io::Error>(())
+    });
+    assert!(
+        matches!(r, Err(PipelineError::WorkerPanicked { stream: 0 })),
+        "{r:?}"
+    );
+    assert!(!pool.timed_out.load(Ordering::Relaxed));
+}
+
+/// A sink error with helpers at work stops the worker and its helpers (no hang).
+#[test]
+fn sink_errors_stop_the_helpers() {
+    let (_, file, plan) = one_stream(4, 40000, 65536, false);
+    let opts = DecodeOptions {
+        buffer_budget_bytes: 1,
+        helpers_per_stream: Some(3),
+        ..Default::default()
+    };
+    let pool = TokenPool::new();
+    let mut maps = ForkingMap::new(&pool, 1, None);
+    let mut n = 0;
+    let err = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        n += 1;
+        if n == 1000 {
+            Err(std::io::Error::other("disk full"))
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert!(matches!(err, PipelineError::Sink(_)));
+    assert_eq!(n, 1000);
+    assert!(pool.is_free());
+}
+
+/// Helpers go where cores would idle: none when the streams fill the cores, the idle cores
+/// shared among the streams otherwise, at most MAX_HELPERS_PER_STREAM each.
+#[test]
+fn helpers_fill_idle_cores() {
+    use spelunk_decode::{map_helpers, MAX_HELPERS_PER_STREAM};
+    assert_eq!(map_helpers(1, 2), 1);
+    assert_eq!(map_helpers(2, 2), 0);
+    assert_eq!(map_helpers(64, 8), 0);
+    assert_eq!(map_helpers(2, 8), 3);
+    assert_eq!(map_helpers(3, 8), 1);
+    assert_eq!(map_helpers(1, 64), MAX_HELPERS_PER_STREAM);
+    assert_eq!(map_helpers(0, 4), 0);
+}

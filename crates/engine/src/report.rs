@@ -55,7 +55,9 @@ impl Recording {
         let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
             .with_phases(self.ctx.phases.clone())
             .with_hotspot_sort(opts.sort);
-        let stats = crate::parallel::profile(self, &mut builder, c2c.as_mut())?;
+        let stats = self.while_loading_symbols(symbolizer, || {
+            crate::parallel::profile(self, &mut builder, c2c.as_mut())
+        })?;
         let losses = self.losses(&stats);
         let info = RecordingInfo {
             file: self.path().to_string(),
