@@ -185,7 +185,9 @@ impl Recording {
         };
         let mut builder = ProfileBuilder::new(&self.interp, &objects, filter, limits)
             .with_phases(self.ctx.phases.clone());
-        let stats = crate::parallel::profile(self, &mut builder, None)?;
+        let stats = self.while_loading_symbols(symbolizer, || {
+            crate::parallel::profile(self, &mut builder, None)
+        })?;
         let info = RecordingInfo {
             file: self.path().to_string(),
             losses: self.losses(&stats),
