@@ -18,13 +18,14 @@
 //! batches in stream order, each as soon as its map is done, so the items and their order are
 //! those of a single worker ([`SampleMap::fork`]).
 
+use crate::segments::{self, SegmentReader};
 use crate::threads::ThreadTimeline;
 use spelunk_spe::{DecodeIssue, DecodeStats, RecordDecoder, SpeRecord, SpeSample};
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
+use std::sync::Arc;
 
 /// Where the AUX bytes live (a perf.data file in practice; memory in tests).
 pub trait AuxSource: Sync {
@@ -152,7 +153,7 @@ fn check_streams<E: std::error::Error>(plan: &DecodePlan) -> Result<(), Pipeline
 
 /// The read buffer a stream needs: a piece, or less when its largest AUX chunk is smaller
 /// (a recording of many CPUs has many small streams; each buffer is zeroed when made).
-fn piece_buffer(stream: &StreamDesc, opts: &DecodeOptions) -> Vec<u8> {
+pub(crate) fn piece_buffer(stream: &StreamDesc, opts: &DecodeOptions) -> Vec<u8> {
     let largest = stream.chunks.iter().map(|c| c.size).max().unwrap_or(0);
     let len = usize::try_from(largest).map_or(opts.piece_bytes, |l| l.min(opts.piece_bytes));
     vec![0u8; len.max(1)]
@@ -162,19 +163,10 @@ const CHANNEL_DEPTH: usize = 2;
 const MIN_BATCH: usize = 256;
 const MAX_BATCH: usize = 16 * 1024;
 
-/// Records per batch, so that the batches in flight stay within `budget`: per stream, the
-/// merge's channel, the batch being filled and the one being read, and with `helpers` a job
-/// queued and one being mapped per helper, each holding its records in context too.
-fn batch_records(streams: usize, budget: usize, item_bytes: usize, helpers: usize) -> usize {
-    let batches = CHANNEL_DEPTH + 2 + 2 * helpers;
-    let record_bytes = item_bytes
-        + 8
-        + if helpers > 0 {
-            std::mem::size_of::<Placed>()
-        } else {
-            0
-        };
-    let per = budget / (streams.max(1) * batches * record_bytes.max(1));
+/// Records per batch, so that the batches in flight stay within `budget`: per decoding thread,
+/// the merge's channel, the batch being filled and the one being read.
+fn batch_records(threads: usize, budget: usize, item_bytes: usize) -> usize {
+    let per = budget / (threads.max(1) * (CHANNEL_DEPTH + 2) * (item_bytes + 8).max(1));
     per.clamp(MIN_BATCH, MAX_BATCH)
 }
 
@@ -276,7 +268,7 @@ type RunningSpan = (u64, u64, Option<(u32, u32)>);
 /// Places records in context (time, thread, process), caching the last thread-timeline answer:
 /// records of a stream come in time order, so consecutive lookups almost always fall in the
 /// same scheduling interval and the same thread.
-struct Attributor<'a> {
+pub(crate) struct Attributor<'a> {
     stream: &'a StreamDesc,
     plan: &'a DecodePlan,
     /// Last `running` answer for this stream's CPU and the time range it holds for.
@@ -286,7 +278,7 @@ struct Attributor<'a> {
 }
 
 impl<'a> Attributor<'a> {
-    fn new(stream: &'a StreamDesc, plan: &'a DecodePlan) -> Self {
+    pub(crate) fn new(stream: &'a StreamDesc, plan: &'a DecodePlan) -> Self {
         Attributor {
             stream,
             plan,
@@ -321,7 +313,7 @@ impl<'a> Attributor<'a> {
 
     /// Places a record in context: time, thread, process.
     #[inline]
-    fn attribute(&mut self, r: &SpeRecord) -> SampleContext {
+    pub(crate) fn attribute(&mut self, r: &SpeRecord) -> SampleContext {
         let stream = self.stream;
         let time_ns = match (&self.plan.time_conv, r.timestamp) {
             (Some(tc), Some(ts)) => Some(tc(ts)),
@@ -354,25 +346,26 @@ impl<'a> Attributor<'a> {
 /// Items of one stream in stream order, with their merge keys: the sample's time, or for
 /// samples without one the key of the stream's previous timed sample (so untimed samples keep
 /// their stream position).
-struct Batch<T> {
-    keys: Vec<u64>,
-    items: Vec<T>,
+pub(crate) struct Batch<T> {
+    pub keys: Vec<u64>,
+    pub items: Vec<T>,
+    /// The first `unkeyed` items take the key of the stream's item before them (set by the
+    /// merge): untimed records at the start of a segment (crate::segments).
+    pub unkeyed: usize,
 }
 
 impl<T> Batch<T> {
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Batch {
             keys: Vec::with_capacity(n),
             items: Vec::with_capacity(n),
+            unkeyed: 0,
         }
     }
 }
 
 enum Msg<T> {
     Batch(Batch<T>),
-    /// A batch a helper is mapping; it comes through this channel when done (the channel closes
-    /// without it when the helper panicked).
-    Pending(Receiver<Batch<T>>),
     ReadError {
         offset: u64,
         len: usize,
@@ -388,7 +381,7 @@ struct WorkerResult {
 /// Reads `stream`'s chunks in file order, in pieces of at most `buf.len()` bytes, telling
 /// `dec` where a chunk does not continue the previous one; `piece` gets each piece and its file
 /// offset and returns whether to go on. A failed read stops with its (offset, length, error).
-fn read_pieces<S: AuxSource>(
+pub(crate) fn read_pieces<S: AuxSource>(
     src: &S,
     stream: &StreamDesc,
     buf: &mut [u8],
@@ -413,106 +406,112 @@ fn read_pieces<S: AuxSource>(
     Ok(())
 }
 
-/// A record placed in context: what a worker hands a helper to map.
-type Placed = (SpeRecord, SampleContext);
-
-/// A full batch of a stream's records for a helper to map into `batch` (whose keys the worker
-/// has set and whose items are empty) and send back through `done`.
-struct Job<T> {
-    records: Vec<Placed>,
-    batch: Batch<T>,
-    done: Sender<Batch<T>>,
-}
-
-/// A worker's side of its helpers: where jobs go, and where their record vectors come back to
-/// be reused (no fresh pages to fault in for every batch).
-struct HelperLink<T> {
-    jobs: SyncSender<Job<T>>,
-    records_back: Receiver<Vec<Placed>>,
-}
-
-/// Maps `records` into `batch` with `map` (one run: begin, map each, end).
-fn map_run<M: SampleMap>(map: &mut M, records: &[Placed], batch: &mut Batch<M::Item>) {
-    map.begin();
-    batch
-        .items
-        .extend(records.iter().map(|(r, c)| map.map(r, c)));
-    map.end();
-}
-
 /// A batch the merge has finished with, or a new one.
-fn recycled<T>(free: &Receiver<Batch<T>>, batch_len: usize) -> Batch<T> {
+pub(crate) fn recycled<T>(free: &Receiver<Batch<T>>, batch_len: usize) -> Batch<T> {
     match free.try_recv() {
         Ok(mut b) => {
             b.keys.clear();
             b.items.clear();
+            b.unkeyed = 0;
             b
         }
         Err(_) => Batch::with_capacity(batch_len),
     }
 }
 
-/// Sends a worker's full batch of `records` (keys in `batch`) on towards the merge: to a free
-/// helper, the merge getting a placeholder it waits on, or, when every helper is busy, mapped
-/// here. Returns false when the merge has stopped, and the record vector when it is free for
-/// reuse.
-fn hand_off<M: SampleMap>(
-    link: &HelperLink<M::Item>,
-    map: &mut M,
-    records: Vec<Placed>,
-    batch: Batch<M::Item>,
-    tx: &SyncSender<Msg<M::Item>>,
-) -> (bool, Option<Vec<Placed>>) {
-    let (done, pending) = channel();
-    match link.jobs.try_send(Job {
-        records,
-        batch,
-        done,
-    }) {
-        Ok(()) => (tx.send(Msg::Pending(pending)).is_ok(), None),
-        Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => {
-            let Job {
-                mut records,
-                mut batch,
-                ..
-            } = job;
-            map_run(map, &records, &mut batch);
-            records.clear();
-            (tx.send(Msg::Batch(batch)).is_ok(), Some(records))
-        }
-    }
+/// How a part of a stream ended (see [`decode_part`]).
+pub(crate) enum PartEnd {
+    /// Every record was decoded and handed on.
+    Done,
+    /// The merge stopped taking batches.
+    Stopped,
+    /// A read failed: (file offset, length, error); the records before it were handed on.
+    ReadError(u64, usize, std::io::Error),
 }
 
-/// A helper thread: maps the jobs of one stream with its own fork of the stream's map until the
-/// worker is done, then returns the fork (for [`SampleMap::join`]).
-fn helper<M: SampleMap>(
-    mut map: M,
-    jobs: &Mutex<Receiver<Job<M::Item>>>,
-    records_back: Sender<Vec<Placed>>,
-) -> M {
-    loop {
-        let job = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
-        let Ok(Job {
-            mut records,
-            mut batch,
-            done,
-        }) = job
-        else {
-            return map;
-        };
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            map_run(&mut map, &records, &mut batch)
-        }));
-        if let Err(panic) = run {
-            // Give back what the map holds (see SampleMap::end); the merge, finding `done`
-            // closed, fails the decode with WorkerPanicked.
-            map.end();
-            std::panic::resume_unwind(panic);
+/// What [`decode_part`] works with besides the bytes: the stream's context, the map, and
+/// where batches go.
+pub(crate) struct PartSink<'a, 'p, M: SampleMap, F: FnMut(Batch<M::Item>) -> bool> {
+    pub att: &'a mut Attributor<'p>,
+    pub map: &'a mut M,
+    pub free: &'a Receiver<Batch<M::Item>>,
+    pub batch_len: usize,
+    /// Adds decoded bytes to the progress counter.
+    pub progress: Option<&'a AtomicU64>,
+    /// Hands a full batch on; false when the merge has stopped.
+    pub send: F,
+}
+
+/// Decodes `part` (a stream, or a segment of one: see crate::segments) with `dec`: each
+/// record placed in context and mapped, in batches of `batch_len` handed to `send`, the last
+/// one partial. Keys: a timed record's time; an untimed one takes the key of the part's
+/// previous timed record, or, before the part's first, `prev_key` when given (a whole stream:
+/// 0) else none, left to the merge (`Batch::unkeyed`: a segment does not know the key of the
+/// previous segment's last record).
+pub(crate) fn decode_part<S: AuxSource, M: SampleMap, F: FnMut(Batch<M::Item>) -> bool>(
+    src: &S,
+    part: &StreamDesc,
+    dec: &mut RecordDecoder,
+    buf: &mut [u8],
+    prev_key: Option<u64>,
+    sink: &mut PartSink<'_, '_, M, F>,
+) -> PartEnd {
+    let PartSink {
+        att,
+        map,
+        free,
+        batch_len,
+        progress,
+        send,
+    } = sink;
+    let batch_len = *batch_len;
+    let mut batch = Batch::with_capacity(batch_len);
+    let mut last_key = prev_key;
+    let mut stopped = false;
+    let read = read_pieces(src, part, buf, dec, |dec, piece, at| {
+        map.begin();
+        dec.feed_each(piece, at, |r| {
+            if stopped {
+                return;
+            }
+            let c = att.attribute(r);
+            if let Some(t) = c.time_ns {
+                last_key = Some(t);
+            }
+            match last_key {
+                Some(k) => batch.keys.push(k),
+                None => {
+                    batch.keys.push(0);
+                    batch.unkeyed += 1;
+                }
+            }
+            batch.items.push(map.map(r, &c));
+            if batch.items.len() >= batch_len {
+                // Reuse a batch the merge has finished with (no fresh pages to fault in).
+                let full = std::mem::replace(&mut batch, recycled(free, batch_len));
+                // The send blocks while the merge waits on other streams: nothing shared
+                // may be held meanwhile (see SampleMap::end).
+                map.end();
+                stopped = !send(full);
+                map.begin();
+            }
+        });
+        map.end();
+        if let Some(p) = progress {
+            p.fetch_add(piece.len() as u64, Ordering::Relaxed);
         }
-        // Nobody waits when the merge has stopped: then the batch is dropped.
-        let _ = done.send(batch);
-        records.clear();
-        let _ = records_back.send(records);
+        !stopped // false: the merge stopped (sink error)
+    });
+    if stopped {
+        return PartEnd::Stopped;
+    }
+    // What was decoded goes on, also before a failed read.
+    if !batch.items.is_empty() && !send(batch) {
+        return PartEnd::Stopped;
+    }
+    match read {
+        Ok(()) => PartEnd::Done,
+        Err((offset, len, error)) => PartEnd::ReadError(offset, len, error),
     }
 }
 
@@ -526,87 +525,29 @@ fn worker<S: AuxSource, M: SampleMap>(
     map: &mut M,
     tx: SyncSender<Msg<M::Item>>,
     free: Receiver<Batch<M::Item>>,
-    helpers: Option<HelperLink<M::Item>>,
 ) -> WorkerResult {
     let mut dec = RecordDecoder::new();
     let mut att = Attributor::new(stream, plan);
     let mut buf = piece_buffer(stream, opts);
-    let mut batch = Batch::with_capacity(batch_len);
-    // With helpers, records are gathered here and mapped by a helper (or by this worker when
-    // all are busy); without, each is mapped as it is decoded.
-    let mut records: Vec<Placed> =
-        Vec::with_capacity(if helpers.is_some() { batch_len } else { 0 });
-    let mut last_key = 0u64;
-    let mut stopped = false;
-    let done = |dec: RecordDecoder| WorkerResult {
+    let mut sink = PartSink {
+        att: &mut att,
+        map,
+        free: &free,
+        batch_len,
+        progress: opts.progress.as_deref(),
+        send: |b| tx.send(Msg::Batch(b)).is_ok(),
+    };
+    match decode_part(src, stream, &mut dec, &mut buf, Some(0), &mut sink) {
+        PartEnd::Done => dec.finish(),
+        PartEnd::Stopped => {}
+        PartEnd::ReadError(offset, len, error) => {
+            let _ = tx.send(Msg::ReadError { offset, len, error });
+        }
+    }
+    WorkerResult {
         stats: *dec.stats(),
         issues: dec.issues().to_vec(),
-    };
-    let read = read_pieces(src, stream, &mut buf, &mut dec, |dec, piece, at| {
-        if helpers.is_none() {
-            map.begin();
-        }
-        dec.feed_each(piece, at, |r| {
-            if stopped {
-                return;
-            }
-            let c = att.attribute(r);
-            if let Some(t) = c.time_ns {
-                last_key = t;
-            }
-            batch.keys.push(last_key);
-            match &helpers {
-                Some(link) => {
-                    records.push((*r, c));
-                    if records.len() >= batch_len {
-                        let keys = std::mem::replace(&mut batch, recycled(&free, batch_len));
-                        let full = std::mem::take(&mut records);
-                        let (sent, back) = hand_off(link, map, full, keys, &tx);
-                        stopped = !sent;
-                        records = back
-                            .or_else(|| link.records_back.try_recv().ok())
-                            .unwrap_or_else(|| Vec::with_capacity(batch_len));
-                    }
-                }
-                None => {
-                    batch.items.push(map.map(r, &c));
-                    if batch.items.len() >= batch_len {
-                        let full = std::mem::replace(&mut batch, recycled(&free, batch_len));
-                        // The send blocks while the merge waits on other streams: nothing
-                        // shared may be held meanwhile (see SampleMap::end).
-                        map.end();
-                        stopped = tx.send(Msg::Batch(full)).is_err();
-                        map.begin();
-                    }
-                }
-            }
-        });
-        if helpers.is_none() {
-            map.end();
-        }
-        if let Some(p) = &opts.progress {
-            p.fetch_add(piece.len() as u64, Ordering::Relaxed);
-        }
-        !stopped // false: the merge stopped (sink error)
-    });
-    if let Err((offset, len, error)) = read {
-        let _ = tx.send(Msg::ReadError { offset, len, error });
-        return done(dec);
     }
-    if stopped {
-        return done(dec);
-    }
-    dec.finish();
-    match &helpers {
-        Some(link) if !records.is_empty() => {
-            let _ = hand_off(link, map, records, batch, &tx);
-        }
-        _ if !batch.items.is_empty() => {
-            let _ = tx.send(Msg::Batch(batch));
-        }
-        _ => {}
-    }
-    done(dec)
 }
 
 /// The time of the first timed sample [`decode`] hands to its sink, or None when no sample
@@ -676,11 +617,23 @@ pub fn first_time_ns<S: AuxSource>(
     Ok(min)
 }
 
+/// Where the merge gets a stream's batches from.
+enum Feed<T> {
+    /// The stream's worker.
+    Worker {
+        rx: Receiver<Msg<T>>,
+        free: Sender<Batch<T>>,
+    },
+    /// The stream's segments, decoded by its worker and helpers (crate::segments).
+    Segments(SegmentReader<T>),
+}
+
 struct Head<T> {
-    rx: Receiver<Msg<T>>,
-    free: Sender<Batch<T>>,
+    feed: Feed<T>,
     batch: Batch<T>,
     pos: usize,
+    /// The key of the stream's last item handed out (for a batch's unkeyed items).
+    last_key: u64,
 }
 
 /// Decodes every stream of `plan` from `src`, calling `sink` with each sample in time order
@@ -719,136 +672,189 @@ where
 {
     assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
     check_streams(plan)?;
-    let helpers_wanted = helpers_per_stream(plan, opts);
-    // Each stream's forks, made before the maps are lent to the workers.
+    // A stream with helpers is cut into segments (crate::segments): its worker and helpers
+    // decode them in turn, each with a map of its own, from the starts a framing thread finds.
+    let helpers = helpers_per_stream(plan, opts);
+    let segments: Vec<Vec<StreamDesc>> = plan
+        .streams
+        .iter()
+        .map(|s| {
+            if helpers == 0 {
+                return Vec::new();
+            }
+            let segs = segments::split(s, opts.piece_bytes as u64);
+            if segs.len() < 2 {
+                Vec::new()
+            } else {
+                segs
+            }
+        })
+        .collect();
     let mut forks: Vec<Vec<M>> = maps
         .iter()
-        .map(|m| (0..helpers_wanted).map_while(|_| m.fork()).collect())
+        .zip(&segments)
+        .map(|(m, segs)| {
+            if segs.is_empty() {
+                return Vec::new();
+            }
+            let forks: Vec<M> = (0..helpers).map_while(|_| m.fork()).collect();
+            if forks.len() == helpers {
+                forks
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let threads_per_stream = 1 + forks.iter().map(Vec::len).max().unwrap_or(0);
+    let starts: Vec<segments::Starts> = segments
+        .iter()
+        .map(|s| segments::Starts::new(s.len()))
         .collect();
     let batch_len = batch_records(
-        plan.streams.len(),
+        plan.streams.len() * threads_per_stream,
         opts.buffer_budget_bytes,
         std::mem::size_of::<M::Item>(),
-        forks.iter().map(Vec::len).max().unwrap_or(0),
     );
-    let (result, joined) = std::thread::scope(|scope| {
+    let spawn_error = |source| PipelineError::Spawn {
+        streams: plan.streams.len(),
+        source,
+    };
+    let result = std::thread::scope(|scope| {
         let mut handles = Vec::new();
-        let mut helper_handles = Vec::new();
         let mut heads: Vec<Option<Head<M::Item>>> = Vec::new();
         let mut failure: Option<PipelineError<E>> = None;
-        for (i, ((stream, map), forks)) in plan
+        'streams: for (i, ((stream, map), forks)) in plan
             .streams
             .iter()
             .zip(maps.iter_mut())
             .zip(forks.iter_mut())
             .enumerate()
         {
-            let (tx, rx) = sync_channel(CHANNEL_DEPTH);
-            let (free_tx, free_rx) = channel();
-            let link = if forks.is_empty() {
-                None
-            } else {
-                let (jobs_tx, jobs_rx) = sync_channel(forks.len());
-                let (back_tx, back_rx) = channel();
-                let jobs_rx = Arc::new(Mutex::new(jobs_rx));
-                for fork in forks.drain(..) {
-                    let jobs_rx = jobs_rx.clone();
-                    let back_tx = back_tx.clone();
-                    let spawned = std::thread::Builder::new()
-                        .spawn_scoped(scope, move || helper(fork, &jobs_rx, back_tx));
-                    match spawned {
-                        Ok(h) => helper_handles.push((i, h)),
-                        // Fewer helpers: the worker maps what they cannot take.
-                        Err(_) => break,
+            let feed = if forks.is_empty() {
+                let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+                let (free_tx, free_rx) = channel();
+                let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                    giving_back_on_panic(map, |map| {
+                        Some(worker(src, plan, stream, opts, batch_len, map, tx, free_rx))
+                    })
+                });
+                match spawned {
+                    Ok(h) => handles.push((i, h)),
+                    Err(source) => {
+                        // No merge then: dropping the heads below stops the started workers.
+                        failure = Some(spawn_error(source));
+                        break 'streams;
                     }
                 }
-                Some(HelperLink {
-                    jobs: jobs_tx,
-                    records_back: back_rx,
-                })
-            };
-            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    worker(
-                        src, plan, stream, opts, batch_len, &mut *map, tx, free_rx, link,
-                    )
-                }));
-                run.unwrap_or_else(|panic| {
-                    // Give back what the map holds (see SampleMap::end): other workers waiting
-                    // on a shared pool then finish, and the decode fails with WorkerPanicked
-                    // instead of hanging.
-                    map.end();
-                    std::panic::resume_unwind(panic)
-                })
-            });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(source) => {
-                    // No merge then: dropping the heads below stops the started workers.
-                    failure = Some(PipelineError::Spawn {
-                        streams: plan.streams.len(),
-                        source,
-                    });
-                    break;
+                Feed::Worker { rx, free: free_tx }
+            } else {
+                let segs = &segments[i];
+                let starts = &starts[i];
+                let threads = forks.len() + 1;
+                match std::thread::Builder::new().spawn_scoped(scope, move || {
+                    let dec = segments::framing(src, stream, segs, starts, opts);
+                    Some(WorkerResult {
+                        stats: *dec.stats(),
+                        issues: dec.issues().to_vec(),
+                    })
+                }) {
+                    Ok(h) => handles.push((i, h)),
+                    Err(source) => {
+                        failure = Some(spawn_error(source));
+                        break 'streams;
+                    }
                 }
-            }
+                let mut rxs = Vec::with_capacity(threads);
+                let mut frees = Vec::with_capacity(threads);
+                let stream_maps = std::iter::once(&mut *map).chain(forks.iter_mut());
+                for (t, m) in stream_maps.enumerate() {
+                    let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+                    let (free_tx, free_rx) = channel();
+                    let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                        giving_back_on_panic(m, |m| {
+                            segments::segment_worker(
+                                src, plan, stream, segs, starts, t, threads, opts, batch_len, m,
+                                tx, free_rx,
+                            );
+                            None
+                        })
+                    });
+                    match spawned {
+                        Ok(h) => handles.push((i, h)),
+                        Err(source) => {
+                            failure = Some(spawn_error(source));
+                            break 'streams;
+                        }
+                    }
+                    rxs.push(rx);
+                    frees.push(free_tx);
+                }
+                Feed::Segments(SegmentReader::new(segs.len(), rxs, frees))
+            };
             heads.push(Some(Head {
-                rx,
-                free: free_tx,
+                feed,
                 batch: Batch::with_capacity(0),
                 pos: 0,
+                last_key: 0,
             }));
         }
         let mut heap = BinaryHeap::new();
         let mut samples = 0u64;
 
-        // Pulls the next batch of stream `i` (blocking); false when the stream is finished.
-        let refill =
-            |i: usize, head: &mut Head<M::Item>, failure: &mut Option<PipelineError<E>>| -> bool {
-                loop {
-                    let next = match head.rx.recv() {
-                        Ok(Msg::Batch(b)) => b,
-                        Ok(Msg::Pending(done)) => match done.recv() {
-                            Ok(b) => b,
-                            Err(_) => {
-                                // The helper mapping it panicked.
-                                if failure.is_none() {
-                                    *failure = Some(PipelineError::WorkerPanicked { stream: i });
-                                }
-                                return false;
-                            }
-                        },
-                        Ok(Msg::ReadError { offset, len, error }) => {
-                            if failure.is_none() {
-                                *failure = Some(PipelineError::Read {
-                                    name: src.name(),
-                                    offset,
-                                    len,
-                                    source: error,
-                                });
-                            }
-                            return false;
+        // Pulls the next batch of a stream (blocking); false when the stream is finished.
+        let refill = |head: &mut Head<M::Item>, failure: &mut Option<PipelineError<E>>| -> bool {
+            loop {
+                let next = match &mut head.feed {
+                    Feed::Worker { rx, .. } => match rx.recv() {
+                        Ok(Msg::Batch(b)) => Ok(Some(b)),
+                        Ok(Msg::ReadError { offset, len, error }) => Err((offset, len, error)),
+                        Err(_) => Ok(None),
+                    },
+                    Feed::Segments(r) => r.next_batch(),
+                };
+                let mut next = match next {
+                    Ok(Some(b)) => b,
+                    Ok(None) => return false,
+                    Err((offset, len, error)) => {
+                        if failure.is_none() {
+                            *failure = Some(PipelineError::Read {
+                                name: src.name(),
+                                offset,
+                                len,
+                                source: error,
+                            });
                         }
-                        Err(_) => return false,
-                    };
-                    if next.items.is_empty() {
-                        continue;
+                        return false;
                     }
-                    let done = std::mem::replace(&mut head.batch, next);
-                    if done.items.capacity() > 0 {
-                        let _ = head.free.send(done);
-                    }
-                    head.pos = 0;
-                    return true;
+                };
+                if next.items.is_empty() {
+                    continue;
                 }
-            };
+                if let Some(&k) = head.batch.keys.last() {
+                    head.last_key = k;
+                }
+                let unkeyed = next.unkeyed.min(next.keys.len());
+                next.keys[..unkeyed].fill(head.last_key);
+                let done = std::mem::replace(&mut head.batch, next);
+                if done.items.capacity() > 0 {
+                    match &head.feed {
+                        Feed::Worker { free, .. } => {
+                            let _ = free.send(done);
+                        }
+                        Feed::Segments(r) => r.give_back(done),
+                    }
+                }
+                head.pos = 0;
+                return true;
+            }
+        };
 
         for (i, slot) in heads.iter_mut().enumerate() {
             if failure.is_some() {
                 break;
             }
             let head = slot.as_mut().expect("just inserted"); // ok: slots were filled above
-            if refill(i, head, &mut failure) {
+            if refill(head, &mut failure) {
                 heap.push(Reverse((head.batch.keys[0], i)));
             } else {
                 *slot = None;
@@ -872,30 +878,25 @@ where
             }
             samples += 1;
             head.pos += 1;
-            if head.pos < head.batch.items.len() || refill(i, head, &mut failure) {
+            if head.pos < head.batch.items.len() || refill(head, &mut failure) {
                 *top = Reverse((head.batch.keys[head.pos], i));
             } else {
                 PeekMut::pop(top);
                 heads[i] = None;
             }
         }
-        // Dropping the receivers unblocks any worker still sending.
+        // Dropping the receivers unblocks any thread still sending.
         drop(heads);
         let mut outcome = DecodeOutcome {
             samples,
             ..Default::default()
         };
-        for (i, (h, stream)) in handles.into_iter().zip(&plan.streams).enumerate() {
+        let mut per_stream: Vec<Option<WorkerResult>> =
+            (0..plan.streams.len()).map(|_| None).collect();
+        for (i, h) in handles {
             match h.join() {
-                Ok(res) => {
-                    outcome.stats.add(&res.stats);
-                    outcome.issues.extend(res.issues);
-                    outcome.streams.push(StreamOutcome {
-                        cpu: stream.cpu,
-                        tid: stream.tid,
-                        stats: res.stats,
-                    });
-                }
+                Ok(Some(res)) => per_stream[i] = Some(res),
+                Ok(None) => {}
                 Err(_) => {
                     if failure.is_none() {
                         failure = Some(PipelineError::WorkerPanicked { stream: i });
@@ -903,29 +904,40 @@ where
                 }
             }
         }
-        // The workers are done, so their job queues are closed and the helpers finish.
-        let mut joined = Vec::new();
-        for (i, h) in helper_handles {
-            match h.join() {
-                Ok(fork) => joined.push((i, fork)),
-                Err(_) => {
-                    if failure.is_none() {
-                        failure = Some(PipelineError::WorkerPanicked { stream: i });
-                    }
-                }
+        for (i, stream) in plan.streams.iter().enumerate() {
+            if let Some(res) = per_stream[i].take() {
+                outcome.stats.add(&res.stats);
+                outcome.issues.extend(res.issues);
+                outcome.streams.push(StreamOutcome {
+                    cpu: stream.cpu,
+                    tid: stream.tid,
+                    stats: res.stats,
+                });
             }
         }
         outcome.issues.sort_by_key(|i| i.offset);
-        let result = match failure {
+        match failure {
             Some(e) => Err(e),
             None => Ok(outcome),
-        };
-        (result, joined)
+        }
     });
-    for (i, fork) in joined {
-        maps[i].join(fork);
+    for (i, forks) in forks.into_iter().enumerate() {
+        for fork in forks {
+            maps[i].join(fork);
+        }
     }
     result
+}
+
+/// Runs `f` with `map`; if it panics, gives back what the map holds first (see
+/// SampleMap::end): other threads waiting on a shared pool then finish, and the decode fails
+/// with WorkerPanicked instead of hanging.
+fn giving_back_on_panic<M: SampleMap, R>(map: &mut M, f: impl FnOnce(&mut M) -> R) -> R {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *map)));
+    run.unwrap_or_else(|panic| {
+        map.end();
+        std::panic::resume_unwind(panic)
+    })
 }
 
 #[cfg(test)]

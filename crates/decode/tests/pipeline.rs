@@ -519,8 +519,9 @@ fn helpers_keep_every_sample_in_order() {
             assert!(got == want, "{helpers} helpers: samples differ");
             for (m, recs) in maps.iter().zip(streams.iter()) {
                 assert_eq!(m.forks_joined, helpers as u64);
+                // Each record is decoded and mapped once, by the worker or a helper.
                 assert_eq!(m.token.mapped + m.mapped_by_forks, recs.len() as u64);
-                // The first full batch always finds the job queue empty.
+                // The stream has many segments, taken in turn.
                 assert!(m.mapped_by_forks > 0, "the helpers mapped nothing");
                 assert!(!m.token.held);
             }
@@ -591,4 +592,79 @@ fn helpers_fill_idle_cores() {
     assert_eq!(map_helpers(3, 8), 1);
     assert_eq!(map_helpers(1, 64), MAX_HELPERS_PER_STREAM);
     assert_eq!(map_helpers(0, 4), 0);
+}
+
+/// On damaged data — garbage bytes inside chunks, gaps, chunks cut mid-packet, untimed
+/// records — a stream decoded in segments by a worker and helpers gives exactly the serial
+/// decode: the samples in order, every statistic, the issues with their offsets.
+#[test]
+fn helpers_decode_damaged_streams_as_the_serial_decoder_does() {
+    let mut records = synth(21, 6000, Some(9), 5_000);
+    for r in records.iter_mut().skip(100).step_by(37) {
+        r.timestamp = None; // untimed records, some at segment starts
+    }
+    let (mut file, mut descs) = layout(std::slice::from_ref(&records), 700);
+    // Garbage inside some chunks (bad packets, lost records) and gaps between others.
+    for (k, c) in descs[0].chunks.iter_mut().enumerate() {
+        if k % 5 == 2 {
+            let at = c.file_offset as usize + 13;
+            file.bytes[at..at + 3].copy_from_slice(&[0x4b, 0xff, 0x07]);
+        }
+        if k % 7 == 3 {
+            c.contiguous = false;
+        }
+    }
+    let plan = DecodePlan {
+        streams: descs,
+        time_conv: Some(Arc::new(|ticks| ticks)),
+        threads: ThreadTimeline::new(),
+    };
+    let serial = DecodeOptions {
+        piece_bytes: 2048,
+        buffer_budget_bytes: 1,
+        helpers_per_stream: Some(0),
+        ..Default::default()
+    };
+    let (want, want_outcome) = collect(&file, &plan, &serial);
+    assert!(want_outcome.stats.bad_bytes > 0 && want_outcome.stats.incomplete_records > 0);
+    for helpers in [1, 3] {
+        let opts = DecodeOptions {
+            helpers_per_stream: Some(helpers),
+            ..serial.clone()
+        };
+        let pool = TokenPool::new();
+        let mut maps = ForkingMap::new(&pool, 1, None);
+        let mut got = Vec::new();
+        let outcome = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |s| {
+            got.push(*s);
+            Ok::<(), std::io::Error>(())
+        })
+        .unwrap();
+        assert!(got == want, "{helpers} helpers: samples differ");
+        assert_eq!(outcome.stats, want_outcome.stats, "{helpers} helpers");
+        assert_eq!(outcome.issues, want_outcome.issues, "{helpers} helpers");
+        assert!(maps[0].mapped_by_forks > 0);
+    }
+    // A failed read: the same error, and no sample after it.
+    file.fail_at = Some(plan.streams[0].chunks[40].file_offset + 5);
+    let opts = DecodeOptions {
+        helpers_per_stream: Some(2),
+        ..serial.clone()
+    };
+    let pool = TokenPool::new();
+    let mut maps = ForkingMap::new(&pool, 1, None);
+    let mut n = 0usize;
+    let err = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        n += 1;
+        Ok::<(), std::io::Error>(())
+    })
+    .unwrap_err();
+    match err {
+        PipelineError::Read { offset, .. } => {
+            assert_eq!(offset, plan.streams[0].chunks[40].file_offset)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(n < want.len());
+    assert!(!pool.timed_out.load(Ordering::Relaxed));
 }
