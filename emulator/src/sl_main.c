@@ -2206,10 +2206,12 @@ static void sl_fini(Int exitcode)
       if (trace.failed) VG_(fmsg)("spelunk: writing the trace file '%s' failed\n", clo_out);
       if (VG_(clo_verbosity) > 1)
          VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s; %llu scheduling slices, "
-                   "%llu thread switches, %llu forced yields (%llu with sched_yield, %llu repeated); %llu "
-                   "translations instrumented, %llu discarded; %llu heap blocks, %llu ended\n",
+                   "%llu thread switches, %llu forced yields (%llu with sched_yield, %llu "
+                   "repeated); %llu translations instrumented, %llu discarded; %llu heap blocks, "
+                   "%llu ended\n",
                    samples_written, trace.written, clo_out, stat_slices, stat_switches, stat_yields,
-                   stat_os_yields, stat_retries, stat_sb_made, stat_sb_freed, stat_blocks, stat_block_frees);
+                   stat_os_yields, stat_retries, stat_sb_made, stat_sb_freed, stat_blocks,
+                   stat_block_frees);
       VG_(close)(trace.fd);
    }
 }
