@@ -253,6 +253,8 @@ static Int main_pid;
 static ULong samples_written;
 static ULong stat_yields, stat_slices, stat_switches, stat_os_yields;
 static Bool yield_pending; /* a forced yield has not been followed by another thread yet */
+static UInt handover_retries; /* consecutive yields repeated because the lock came straight back */
+static ULong stat_retries;
 static ThreadId last_slice_tid;
 static ULong events_total, last_event_slice;
 
@@ -695,6 +697,8 @@ static void sl_pre_thread_ll_exit(ThreadId tid)
    if (cur == th) { cur = NULL; cur_core = NULL; }
 }
 
+static Bool laggard_waiting(const SlThread *me, ULong t);
+
 static void sl_start_client_code(ThreadId tid, ULong blocks_done)
 {
    SlThread *th;
@@ -710,6 +714,18 @@ static void sl_start_client_code(ThreadId tid, ULong blocks_done)
       th->announced = True;
       emit_thread_start(th, tid);
    }
+   /* A forced yield gave the lock straight back to this thread while another running thread
+    * is behind it (that thread was not queued for the lock yet, e.g. preempted by the host):
+    * no new slice, so the thread yields again after one superblock (Valgrind runs at least
+    * one) and the host's scheduling hardly changes the interleaving in virtual time. Bounded,
+    * in case the other thread is held elsewhere. */
+   if (tid == last_slice_tid && yield_pending && handover_retries < 1000 &&
+       laggard_waiting(th, cur_core->t)) {
+      handover_retries++;
+      stat_retries++;
+      return;
+   }
+   handover_retries = 0;
    /* Adaptive interleaving, decided when another thread ran in between (a thread also
     * re-enters client code after translations and client requests): while cores exchange
     * lines, threads switch every --switch-min-cycles; once no line has moved for 64 slices the
@@ -780,6 +796,17 @@ static Bool behind_others(const SlThread *me, ULong t)
       others++;
    }
    return others > 0;
+}
+
+/* True when another running thread's core is behind time t (it should run first). */
+static Bool laggard_waiting(const SlThread *me, ULong t)
+{
+   UInt i;
+   for (i = 1; i < SL_MAX_THREADS; i++) {
+      const SlThread *o = &threads[i];
+      if (o != me && o->live && !o->blocked && sl_core(sys, o->core)->t < t) return True;
+   }
+   return False;
 }
 
 static ULong max_live_clock(void)
@@ -2179,10 +2206,12 @@ static void sl_fini(Int exitcode)
       if (trace.failed) VG_(fmsg)("spelunk: writing the trace file '%s' failed\n", clo_out);
       if (VG_(clo_verbosity) > 1)
          VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s; %llu scheduling slices, "
-                   "%llu thread switches, %llu forced yields (%llu with sched_yield); %llu "
-                   "translations instrumented, %llu discarded; %llu heap blocks, %llu ended\n",
+                   "%llu thread switches, %llu forced yields (%llu with sched_yield, %llu "
+                   "repeated); %llu translations instrumented, %llu discarded; %llu heap blocks, "
+                   "%llu ended\n",
                    samples_written, trace.written, clo_out, stat_slices, stat_switches, stat_yields,
-                   stat_os_yields, stat_sb_made, stat_sb_freed, stat_blocks, stat_block_frees);
+                   stat_os_yields, stat_retries, stat_sb_made, stat_sb_freed, stat_blocks,
+                   stat_block_frees);
       VG_(close)(trace.fd);
    }
 }

@@ -684,11 +684,15 @@ static Bool snoop_others(SlCore *c, Addr line, Bool unique, Bool *shared)
    return supplied;
 }
 
-/* Upgrade of a shared line held by c (a store hit on S): invalidate every other copy. */
-static inline void upgrade(SlCore *c, Addr line)
+/* Upgrade of a shared line held by c (a store hit on S): invalidate every other copy. Returns
+ * the cycles ownership takes: the invalidation's round trip to the other holders, taken as the
+ * peer-core latency (the same snoop, without data), when another core held a copy; else 0. */
+static inline UInt upgrade(SlCore *c, Addr line)
 {
    Bool shared;
+   ULong inval = c->c[SL_T_COHERENCE_INVAL];
    (void)snoop_others(c, line, True, &shared);
+   return c->c[SL_T_COHERENCE_INVAL] != inval ? c->sys->cfg.peer_lat : 0;
 }
 
 /* Brings a line into c's L2 from outside (or finds it there). Returns the level that supplied
@@ -710,12 +714,14 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
     * is the one to replace */
    i2 = cache_find_victim(&c->l2, line, &v2);
    if (i2 >= 0) {
+      ULong own = t;
       cache_touch(&c->l2, (UInt)i2);
       l = &c->l2.lines[i2];
-      if (store && l->state == SL_S) upgrade(c, line);
+      if (store && l->state == SL_S) own = t + (ULong)upgrade(c, line) * SL_TQ;
       if (store) l->state = SL_M;
       if (l2out) *l2out = l;
       *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
+      *ready = MAX(*ready, own);
       return SL_LVL_L2;
    }
    /* host-cache prefetches of what the SLC steps below read (no effect on the model) */
@@ -1120,15 +1126,17 @@ static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, U
    return ev;
 }
 
-/* A store to a line held without ownership. */
-static SL_NOINLINE void l1_store_own(SlCore *c, SlLine *l, Addr line)
+/* A store (or an atomic's load) to a line held without ownership; returns the cycles the
+ * ownership takes (upgrade). */
+static SL_NOINLINE UInt l1_store_own(SlCore *c, SlLine *l, Addr line)
 {
    SlLine *l2;
-   if (l->state == SL_S) upgrade(c, line);
+   UInt own_cycles = l->state == SL_S ? upgrade(c, line) : 0;
    /* private_set_state(c, line, SL_M) with the L1D line at hand and its L2 way remembered */
    l->state = SL_M;
    l2 = c->l2.tags[l->l2_way] == line + 1 ? &c->l2.lines[l->l2_way] : cache_peek(&c->l2, line);
    if (l2) l2->state = SL_M;
+   return own_cycles;
 }
 
 /* An L1D miss: the line comes from L2 or beyond; returns its L1D way. */
@@ -1257,7 +1265,10 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       l = &c->l1d.lines[li];
       ready = MAX(l1ready, l->ready);
       if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) ev |= l1_first_use(c, l, line, I, l1ready);
-      if (store && SL_UNLIKELY(l->state != SL_M)) l1_store_own(c, l, line);
+      if (store && SL_UNLIKELY(l->state != SL_M)) {
+         ULong own = Imem + (ULong)l1_store_own(c, l, line) * SL_TQ;
+         ready = MAX(ready, own);
+      }
    } else {
       ULong r2;
       UInt e2 = ev;
@@ -1266,6 +1277,16 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       ready = r2;
       ev = e2;
       lvl = lv2;
+   }
+   if (SL_UNLIKELY(!store && (m->subclass & SL_LS_EXT) &&
+                   (m->subclass & (SL_LS_EXT_AT | SL_LS_EXT_EXCL)))) {
+      /* an atomic read-modify-write or a load-exclusive reads for ownership (the invalidation
+       * travels with the read: one round trip); what follows on the line waits for it */
+      l = &c->l1d.lines[li];
+      if (l->state != SL_M) {
+         ULong own = Imem + (ULong)l1_store_own(c, l, line) * SL_TQ;
+         if (own > ready) ready = l->ready = own;
+      }
    }
    c->l1_recent[rh] = li; /* validated by tag on use */
 

@@ -123,6 +123,38 @@ static void test_coherence(void)
    l = load(a, Y); CHECK(l == SL_LVL_PEER, "a load Y modified in b: %s", lv(l));
 }
 
+/* Ownership takes a round trip when another core holds a copy: an atomic's load (one that
+ * reads for ownership) that finds its line Shared completes after the peer-core latency (200
+ * cycles by default) counted from its L1 TLB look-up (1 cycle), instead of the 4-cycle L1D
+ * hit; with no other copy, it is an ordinary hit. */
+static void test_ownership_round_trip(void)
+{
+   SlSystem *s = tiny();
+   SlCore *a = sl_core(s, 0), *b = sl_core(s, 1);
+   SlMemOp at = {0x1008, 0x20000040, 8, False, SL_LS_EXT | SL_LS_EXT_AT, 0};
+   SlLevel l;
+   ULong t0, done;
+   store(a, at.va);
+   l = load(b, at.va); CHECK(l == SL_LVL_PEER, "b load X modified in a: %s", lv(l));
+   t0 = a->t + 10000 * SL_TQ; /* long after every fill */
+   sl_core_sync_clock(a, t0);
+   done = sl_mem(a, &at, &l);
+   CHECK(l == SL_LVL_L1D, "atomic on shared X: %s", lv(l));
+   CHECK(done - t0 == 201 * SL_TQ, "atomic on shared X took %llu cycles, want 1 + 200",
+         (unsigned long long)((done - t0) / SL_TQ));
+   CHECK(cnt(a, SL_T_COHERENCE_INVAL) == 1, "one invalidation, got %llu",
+         cnt(a, SL_T_COHERENCE_INVAL));
+   l = load(b, at.va); CHECK(l == SL_LVL_PEER, "b load X after a's atomic: %s", lv(l));
+   /* a line no other core holds: an ordinary L1D hit (4 cycles) */
+   at.va = 0x20000100;
+   store(a, at.va);
+   t0 = a->t + 10000 * SL_TQ;
+   sl_core_sync_clock(a, t0);
+   done = sl_mem(a, &at, &l);
+   CHECK(done - t0 == 4 * SL_TQ, "atomic on private line took %llu cycles, want 4",
+         (unsigned long long)((done - t0) / SL_TQ));
+}
+
 static void test_tlb(void)
 {
    SlConfig c;
@@ -324,6 +356,7 @@ int main(void)
 {
    test_cache_sequence();
    test_coherence();
+   test_ownership_round_trip();
    test_tlb();
    test_sampling_interval();
    test_dependent_chain_timing();
