@@ -1727,7 +1727,7 @@ static IRExpr *guest_reg(IRSB *sb, Int off, SlDeps *deps)
 
 static IRExpr *ir_op(IRSB *sb, IRExpr *e)
 {
-   IRTemp t = newIRTemp(sb->tyenv, Ity_I64);
+   IRTemp t = newIRTemp(sb->tyenv, typeOfIRExpr(sb->tyenv, e));
    addStmtToIRSB(sb, IRStmt_WrTmp(t, e));
    return IRExpr_RdTmp(t);
 }

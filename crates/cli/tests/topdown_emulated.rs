@@ -171,7 +171,7 @@ fn stride_benchmark_is_back_end_bound_and_matches_the_trace() {
             "--emulator-opt=--slc-size=8388608",
             "--",
             s(&wl.join("stride_benchmark")),
-            "200000",
+            "600000",
         ],
         &lib,
     );
@@ -207,6 +207,7 @@ fn stride_benchmark_is_back_end_bound_and_matches_the_trace() {
     assert!(value(ph, "backend_stalled_cycles") > 80.0);
     assert!(value(ph, "l1d_cache_mpki") > 50.0);
     assert!(value(ph, "ipc") < 0.5);
+    // the whole run too, where memset's 17 million instructions dilute the loop's misses
     assert!(value(all, "l1d_cache_mpki") > 10.0);
 
     // The kept recording imports to the same report.
