@@ -2459,7 +2459,7 @@ static void sl_pre_clo_init(void)
    /* every instruction's register writes reach the guest state before the next one: VEX
     * translates prefetch instructions to no IR, so add_prefetch reads their address registers
     * from the guest state, where the optimiser would otherwise drop a write that a later
-    * instruction overwrites (costs ~2% on STREAM) */
+    * instruction overwrites (a few per cent on STREAM) */
    VG_(clo_vex_control).iropt_register_updates_default = VexRegUpdAllregsAtEachInsn;
 
    sl_config_default(&cfg);
