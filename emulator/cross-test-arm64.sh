@@ -5,7 +5,8 @@
 # libraries, from the valgrind:arm64 package) runs under qemu-aarch64 (user mode) with our tool
 # linked against it, and the workloads are aarch64 binaries, so every test of
 # crates/emutrace/tests/emulator.rs (pointer-chase plateaus, bw_mem bandwidth estimate, eq. 1
-# accuracy, false sharing, phases/objects, exit status) checks the arm64 build end to end. The
+# accuracy, false sharing, phases/objects, exit status, the N1 stride case study with PRFM, the
+# PRFM/PRFUM addressing forms) checks the arm64 build end to end. The
 # model's unit tests run under qemu-aarch64 too.
 #
 #   emulator/cross-test-arm64.sh     (root on Debian: adds the arm64 architecture to dpkg to

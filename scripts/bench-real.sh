@@ -9,9 +9,11 @@
 #   spelunk annotate SYM FILE  vs  perf annotate -i FILE --stdio -s SYM (--objdump=objdump)
 # printing wall time, CPU time and peak RSS (GNU time) of each and the ratios.
 # Programs: Debian's gzip -6 (and -1, for diff) compressing BENCH_TEXT_MB of text (the repo's
-# docs, repeated), the stride benchmark (dependent loads), false_sharing (threads).
+# docs, repeated), sqlite3 building, indexing and querying an in-memory table of BENCH_SQL_ROWS
+# rows, the stride benchmark (dependent loads), false_sharing (threads).
 #   BENCH_DIR     where the recordings go (default: a temp dir, removed afterwards; BENCH_KEEP=1)
 #   BENCH_TEXT_MB text size for gzip (default 8)
+#   BENCH_SQL_ROWS rows for sqlite3 (default 100000)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,6 +22,7 @@ mkdir -p "$dir"
 [ "${BENCH_KEEP:-0}" = 1 ] || trap 'rm -rf "$dir"' EXIT
 [ -x /usr/bin/time ] || { echo "bench-real: needs GNU time (/usr/bin/time; Debian package 'time')" >&2; exit 1; }
 command -v perf >/dev/null || { echo "bench-real: needs Linux perf (scripts/ensure-deps.sh)" >&2; exit 1; }
+command -v sqlite3 >/dev/null || { echo "bench-real: needs sqlite3 (Debian/Ubuntu: apt-get install sqlite3; Fedora/Amazon Linux: dnf install sqlite)" >&2; exit 1; }
 
 cargo build --release --locked -q -p spelunk
 [ -x emulator/build/lib/spelunk-amd64-linux ] || [ -x emulator/build/lib/spelunk-arm64-linux ] || emulator/build.sh >/dev/null
@@ -39,8 +42,20 @@ record() { # name, command...
     || { cat "$dir/$name.record.log" >&2; exit 1; }
   printf "   %s: %s MB\n" "$name.data" "$(( $(stat -c %s "$dir/$name.data") >> 20 ))"
 }
+rows=${BENCH_SQL_ROWS:-100000}
+sql="$dir/bench.sql"
+cat >"$sql" <<SQL
+CREATE TABLE t(id INTEGER PRIMARY KEY, k INTEGER, v TEXT);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < $rows)
+  INSERT INTO t SELECT i, (i * 2654435761) % 1000003, hex(randomblob(16)) FROM n;
+CREATE INDEX tk ON t(k);
+SELECT count(*), sum(length(v)) FROM t WHERE k BETWEEN 1000 AND 500000;
+SELECT k % 97 AS g, count(*), max(v) FROM t GROUP BY g ORDER BY 2 DESC LIMIT 3;
+SELECT count(*) FROM t a JOIN t b ON a.k = b.id WHERE a.id % 7 = 0;
+SQL
 record gzip6 gzip -6 -c "$text"
 record gzip1 gzip -1 -c "$text"
+record sqlite sqlite3 :memory: ".read $sql"
 record stride workloads/build/stride_benchmark
 record threads workloads/build/false_sharing
 
@@ -67,7 +82,7 @@ hottest() { # the most sampled function of a recording, as spelunk names it
   "$spelunk" report "$1" --json --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["hotspots"]["functions"][0]["function"])'
 }
 
-for name in gzip6 stride threads; do
+for name in gzip6 sqlite stride threads; do
   f="$dir/$name.data"
   echo "== $name ($(( $(stat -c %s "$f") >> 20 )) MB)"
   run "spelunk report $name" "$spelunk" report "$f"

@@ -159,6 +159,8 @@ static Bool sl_process_cmd_line_option(const HChar *arg)
    U32OPT("--dram-lat", dram_lat)
    U32OPT("--peer-lat", peer_lat)
    U32OPT("--prefetch-distance", prefetch_distance)
+   U32OPT("--stride-distance", stride_distance)
+   U32OPT("--stride-max-lines", stride_max_lines)
    U32OPT("--dtlb-entries", l1dtlb_entries)
    U32OPT("--itlb-entries", l1itlb_entries)
    U32OPT("--stlb-entries", l2tlb_entries)
@@ -200,7 +202,8 @@ static void sl_print_usage(void)
       "    --switch-cycles=<n> --switch-min-cycles=<n>  thread interleaving quantum [20000, 100]\n"
       "    model geometry and latencies: --l1d-size --l1d-assoc --l1d-lat --l1i-size --l1i-assoc\n"
       "      --l2-size --l2-assoc --l2-lat --slc-size --slc-assoc --slc-lat --dram-lat --peer-lat\n"
-      "      --prefetch-distance --dtlb-entries --itlb-entries --stlb-entries --stlb-assoc\n"
+      "      --prefetch-distance --stride-distance --stride-max-lines --dtlb-entries\n"
+      "      --itlb-entries --stlb-entries --stlb-assoc\n"
       "      --l1tlb-lat --l2tlb-lat --walk-lat --dispatch-width --rob --ls-queue --mshrs\n"
       "      --store-buffer --mispredict-penalty --counter-bits --seed\n");
 }
@@ -253,6 +256,8 @@ static Int main_pid;
 static ULong samples_written;
 static ULong stat_yields, stat_slices, stat_switches, stat_os_yields;
 static Bool yield_pending; /* a forced yield has not been followed by another thread yet */
+static UInt handover_retries; /* consecutive yields repeated because the lock came straight back */
+static ULong stat_retries;
 static ThreadId last_slice_tid;
 static ULong events_total, last_event_slice;
 
@@ -287,7 +292,7 @@ static inline Int off2slot(Int off)
 /* ------------------------------------------------------------------------------------------ */
 /* superblock descriptors                                                                     */
 
-enum { IT_ALU = 1, IT_LOAD, IT_STORE, IT_BCOND, IT_BEND };
+enum { IT_ALU = 1, IT_LOAD, IT_STORE, IT_BCOND, IT_BEND, IT_PREFETCH };
 
 /* A dependency set as the replay reads it: n sources (SlThread.rdy indices), the first two
  * inline (SL_RDY_ZERO or repeated when fewer), more in SlSbDesc.deps[off, off + n). */
@@ -298,7 +303,8 @@ typedef struct {
 
 typedef struct {
    UChar kind;
-   UChar sub;       /* load/store subclass byte, or SlBranchKind for branches */
+   UChar sub;       /* load/store subclass byte, SlBranchKind for branches, SlPrefetchTarget
+                     * for prefetches */
    UChar inverted;  /* IT_BCOND: the exit is taken when the branch is NOT taken */
    Char ldslot;     /* IT_LOAD: dependency-source slot, -1 if none */
    UShort slot;     /* sl_evbuf slot (address / guard / target); 0xffff = static */
@@ -695,6 +701,8 @@ static void sl_pre_thread_ll_exit(ThreadId tid)
    if (cur == th) { cur = NULL; cur_core = NULL; }
 }
 
+static Bool laggard_waiting(const SlThread *me, ULong t);
+
 static void sl_start_client_code(ThreadId tid, ULong blocks_done)
 {
    SlThread *th;
@@ -710,6 +718,18 @@ static void sl_start_client_code(ThreadId tid, ULong blocks_done)
       th->announced = True;
       emit_thread_start(th, tid);
    }
+   /* A forced yield gave the lock straight back to this thread while another running thread
+    * is behind it (that thread was not queued for the lock yet, e.g. preempted by the host):
+    * no new slice, so the thread yields again after one superblock (Valgrind runs at least
+    * one) and the host's scheduling hardly changes the interleaving in virtual time. Bounded,
+    * in case the other thread is held elsewhere. */
+   if (tid == last_slice_tid && yield_pending && handover_retries < 1000 &&
+       laggard_waiting(th, cur_core->t)) {
+      handover_retries++;
+      stat_retries++;
+      return;
+   }
+   handover_retries = 0;
    /* Adaptive interleaving, decided when another thread ran in between (a thread also
     * re-enters client code after translations and client requests): while cores exchange
     * lines, threads switch every --switch-min-cycles; once no line has moved for 64 slices the
@@ -780,6 +800,17 @@ static Bool behind_others(const SlThread *me, ULong t)
       others++;
    }
    return others > 0;
+}
+
+/* True when another running thread's core is behind time t (it should run first). */
+static Bool laggard_waiting(const SlThread *me, ULong t)
+{
+   UInt i;
+   for (i = 1; i < SL_MAX_THREADS; i++) {
+      const SlThread *o = &threads[i];
+      if (o != me && o->live && !o->blocked && sl_core(sys, o->core)->t < t) return True;
+   }
+   return False;
 }
 
 static ULong max_live_clock(void)
@@ -1211,6 +1242,17 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
       case IT_STORE:
          replay_mem(c, it, dl, rdy, True);
          break;
+      case IT_PREFETCH: {
+         SlMemOp m;
+         m.pc = it->pc;
+         m.va = (Addr)sl_evbuf[it->slot];
+         m.size = it->size;
+         m.store = False;
+         m.subclass = SL_LS_GP;
+         m.addr_ready = src_ready(&it->src, dl, rdy);
+         sl_prefetch(c, &m, (SlPrefetchTarget)it->sub);
+         break;
+      }
       case IT_BCOND:
       case IT_BEND: {
          SlBranch b;
@@ -1543,6 +1585,224 @@ static void note_value_write(IRExpr *data)
    ins.out_deps |= atom_mask(data);
 }
 
+/* ---- software prefetch instructions. VEX translates x86 prefetch* and Arm PRFM/PRFUM to no
+ * IR at all, so they are found by reading the guest bytes at each instruction mark. */
+
+static ULong stat_pf_insns, stat_pf_unknown;
+
+/* A decoded prefetch address: base + extend(index) << shift + disp, registers as guest-state
+ * offsets (-1: none). */
+typedef struct {
+   Int base, index;
+   UChar ext; /* index extension: 0 64-bit, 1 zero-extended 32-bit, 2 sign-extended 32-bit */
+   UChar shift;
+   Long disp;
+   SlPrefetchTarget target;
+} SlPfAddr;
+
+#define SL_PF_NOT 0   /* not a prefetch instruction */
+#define SL_PF_OK 1    /* decoded */
+#define SL_PF_UNSUP 2 /* a prefetch whose addressing is not supported: counted, not modelled */
+
+#if defined(VGA_amd64)
+static const Int amd64_gpr[16] = {
+   offsetof(VexGuestAMD64State, guest_RAX), offsetof(VexGuestAMD64State, guest_RCX),
+   offsetof(VexGuestAMD64State, guest_RDX), offsetof(VexGuestAMD64State, guest_RBX),
+   offsetof(VexGuestAMD64State, guest_RSP), offsetof(VexGuestAMD64State, guest_RBP),
+   offsetof(VexGuestAMD64State, guest_RSI), offsetof(VexGuestAMD64State, guest_RDI),
+   offsetof(VexGuestAMD64State, guest_R8),  offsetof(VexGuestAMD64State, guest_R9),
+   offsetof(VexGuestAMD64State, guest_R10), offsetof(VexGuestAMD64State, guest_R11),
+   offsetof(VexGuestAMD64State, guest_R12), offsetof(VexGuestAMD64State, guest_R13),
+   offsetof(VexGuestAMD64State, guest_R14), offsetof(VexGuestAMD64State, guest_R15)};
+
+/* prefetcht0/t1/t2/nta (0F 18 /1 /2 /3 /0) and prefetch/prefetchw/prefetchwt1 (0F 0D /r),
+ * memory operands only (Intel SDM vol. 2, PREFETCHh and PREFETCHW; ModRM/SIB addressing, §2.1
+ * and §2.2.1.6 for RIP-relative). */
+static UInt decode_prefetch(Addr pc, UInt len, SlPfAddr *o)
+{
+   const UChar *p = (const UChar *)pc;
+   UInt i = 0, rex = 0, mod, reg, rm, op;
+   Bool seg = False, asz = False;
+   if (len < 3 || len > 15) return SL_PF_NOT;
+   for (; i < len; i++) {
+      UChar b = p[i];
+      if (b == 0x64 || b == 0x65) seg = True;
+      else if (b == 0x67) asz = True;
+      else if (!(b == 0x66 || b == 0xf2 || b == 0xf3 || b == 0x2e || b == 0x3e || b == 0x26 ||
+                 b == 0x36))
+         break;
+   }
+   if (i < len && (p[i] & 0xf0) == 0x40) rex = p[i++];
+   if (i + 3 > len || p[i] != 0x0f || (p[i + 1] != 0x18 && p[i + 1] != 0x0d)) return SL_PF_NOT;
+   op = p[i + 1];
+   i += 2;
+   mod = p[i] >> 6;
+   reg = (p[i] >> 3) & 7;
+   rm = p[i] & 7;
+   i++;
+   if (mod == 3) return SL_PF_NOT;              /* register forms: reserved NOPs */
+   if (op == 0x18 && reg > 3) return SL_PF_NOT; /* 0F 18 /4-/7: hint NOPs */
+   /* t0, and nta (N1 has no non-temporal fill), into L1D; t1 and t2 (there is no L3 in the
+    * core) into L2; the 0F 0D forms are prefetches for writing into L1D */
+   o->target = op == 0x0d || reg <= 1 ? SL_PF_L1 : SL_PF_L2;
+   o->base = o->index = -1;
+   o->ext = 0;
+   o->shift = 0;
+   o->disp = 0;
+   if (rm == 4) {
+      UInt sib, idx, base;
+      if (i >= len) return SL_PF_UNSUP;
+      sib = p[i++];
+      idx = ((sib >> 3) & 7) | ((rex & 2) << 2);
+      base = (sib & 7) | ((rex & 1) << 3);
+      o->shift = (UChar)(sib >> 6);
+      if (idx != 4) o->index = amd64_gpr[idx];
+      if ((sib & 7) == 5 && mod == 0) {
+         if (i + 4 > len) return SL_PF_UNSUP;
+         o->disp = (Int)(p[i] | p[i + 1] << 8 | p[i + 2] << 16 | (UInt)p[i + 3] << 24);
+         i += 4;
+      } else {
+         o->base = amd64_gpr[base];
+      }
+   } else if (rm == 5 && mod == 0) {
+      /* RIP-relative: from the end of the instruction */
+      if (i + 4 > len) return SL_PF_UNSUP;
+      o->disp = (Int)(p[i] | p[i + 1] << 8 | p[i + 2] << 16 | (UInt)p[i + 3] << 24);
+      o->disp += (Long)(pc + len);
+      i += 4;
+   } else {
+      o->base = amd64_gpr[rm | ((rex & 1) << 3)];
+   }
+   if (mod == 1) {
+      if (i + 1 > len) return SL_PF_UNSUP;
+      o->disp += (Char)p[i];
+      i += 1;
+   } else if (mod == 2) {
+      if (i + 4 > len) return SL_PF_UNSUP;
+      o->disp += (Int)(p[i] | p[i + 1] << 8 | p[i + 2] << 16 | (UInt)p[i + 3] << 24);
+      i += 4;
+   }
+   /* fs/gs segments and 32-bit addressing are not modelled; the length must be the mark's */
+   if (seg || asz || i != len) return SL_PF_UNSUP;
+   return SL_PF_OK;
+}
+#else
+static Int arm64_x(UInt r) /* X0-X30, 31 = SP */
+{
+   return r == 31 ? (Int)offsetof(VexGuestARM64State, guest_XSP)
+                  : (Int)offsetof(VexGuestARM64State, guest_X0) + 8 * (Int)r;
+}
+
+/* PRFM (immediate, literal, register) and PRFUM (Arm ARM C6.2, "PRFM" and "PRFUM"): the prfop
+ * in Rt is type (bits 4:3: PLD, PLI, PST), target (2:1: L1, L2, L3) and policy (0: KEEP/STRM). */
+static UInt decode_prefetch(Addr pc, UInt len, SlPfAddr *o)
+{
+   UInt w, rt, rn, type, tgt;
+   if (len != 4) return SL_PF_NOT;
+   w = *(const UInt *)pc;
+   rt = w & 31;
+   rn = (w >> 5) & 31;
+   o->base = o->index = -1;
+   o->ext = 0;
+   o->shift = 0;
+   o->disp = 0;
+   if ((w & 0xffc00000u) == 0xf9800000u) { /* PRFM (immediate): [Xn|SP, #imm12 * 8] */
+      o->base = arm64_x(rn);
+      o->disp = (Long)((w >> 10) & 0xfff) * 8;
+   } else if ((w & 0xff000000u) == 0xd8000000u) { /* PRFM (literal): pc + imm19 * 4 */
+      Long imm19 = (Long)((w >> 5) & 0x7ffff);
+      if (imm19 & 0x40000) imm19 -= 0x80000;
+      o->disp = (Long)pc + imm19 * 4;
+   } else if ((w & 0xffe00c00u) == 0xf8a00800u) { /* PRFM (register) */
+      UInt rm = (w >> 16) & 31, option = (w >> 13) & 7;
+      o->base = arm64_x(rn);
+      if (option != 2 && option != 3 && option != 6 && option != 7) return SL_PF_UNSUP;
+      /* Rm = 31 is XZR here: no index */
+      if (rm != 31) o->index = (Int)offsetof(VexGuestARM64State, guest_X0) + 8 * (Int)rm;
+      o->ext = option == 2 ? 1 : option == 6 ? 2 : 0;
+      o->shift = (w >> 12) & 1 ? 3 : 0;
+   } else if ((w & 0xffe00c00u) == 0xf8800000u) { /* PRFUM: [Xn|SP, #simm9] */
+      Long imm9 = (Long)((w >> 12) & 0x1ff);
+      if (imm9 & 0x100) imm9 -= 0x200;
+      o->base = arm64_x(rn);
+      o->disp = imm9;
+   } else {
+      return SL_PF_NOT;
+   }
+   type = (rt >> 3) & 3;
+   tgt = (rt >> 1) & 3;
+   /* PLI (instructions) and unallocated prfops fill nothing; PST is modelled as a read; L3 (the
+    * core has none) and the SLC target go to L2 */
+   o->target = type == 1 || type == 3 ? SL_PF_NONE : tgt == 0 ? SL_PF_L1 : SL_PF_L2;
+   return SL_PF_OK;
+}
+#endif
+
+/* The current value of a guest register (its guest-state word, which every instruction
+ * before updates: see the register-update precision set in sl_pre_clo_init) as an IR atom;
+ * adds its dependency set to *deps. */
+static IRExpr *guest_reg(IRSB *sb, Int off, SlDeps *deps)
+{
+   Int s = off2slot(off);
+   IRTemp t;
+   if (s < 0) return NULL;
+   *deps |= ins.regmask[s];
+   t = newIRTemp(sb->tyenv, Ity_I64);
+   addStmtToIRSB(sb, IRStmt_WrTmp(t, IRExpr_Get(off, Ity_I64)));
+   return IRExpr_RdTmp(t);
+}
+
+static IRExpr *ir_op(IRSB *sb, IRExpr *e)
+{
+   IRTemp t = newIRTemp(sb->tyenv, typeOfIRExpr(sb->tyenv, e));
+   addStmtToIRSB(sb, IRStmt_WrTmp(t, e));
+   return IRExpr_RdTmp(t);
+}
+
+/* At an instruction mark: when the instruction is a prefetch, adds its op (IT_PREFETCH) with
+ * the effective address computed from the guest registers. */
+static void add_prefetch(IRSB *sb, Addr pc, UInt len)
+{
+   SlPfAddr a;
+   SlDeps deps = 0;
+   IRExpr *addr = mkIRExpr_HWord((HWord)0), *r;
+   SlItem *it;
+   UInt slot, k = decode_prefetch(pc, len, &a);
+   if (k == SL_PF_NOT) return;
+   stat_pf_insns++;
+   if (k == SL_PF_OK && a.base >= 0) {
+      r = guest_reg(sb, a.base, &deps);
+      if (r) addr = r;
+      else k = SL_PF_UNSUP;
+   }
+   if (k == SL_PF_OK && a.index >= 0) {
+      r = guest_reg(sb, a.index, &deps);
+      if (!r) {
+         k = SL_PF_UNSUP;
+      } else {
+         if (a.ext) {
+            r = ir_op(sb, IRExpr_Unop(Iop_64to32, r));
+            r = ir_op(sb, IRExpr_Unop(a.ext == 1 ? Iop_32Uto64 : Iop_32Sto64, r));
+         }
+         if (a.shift) r = ir_op(sb, IRExpr_Binop(Iop_Shl64, r, IRExpr_Const(IRConst_U8(a.shift))));
+         addr = ir_op(sb, IRExpr_Binop(Iop_Add64, addr, r));
+      }
+   }
+   if (k != SL_PF_OK) {
+      stat_pf_unknown++;
+      return;
+   }
+   if (a.disp) addr = ir_op(sb, IRExpr_Binop(Iop_Add64, addr, mkIRExpr_HWord((HWord)a.disp)));
+   it = new_item(IT_PREFETCH);
+   slot = new_slot();
+   it->slot = (UShort)slot;
+   it->size = SL_LINE;
+   it->sub = (UChar)a.target;
+   it->deps = deps;
+   store_slot(sb, slot, addr);
+   ins.n_mem++;
+}
+
 static void start_instr(Addr pc, UInt len)
 {
    Addr l, first, lastl;
@@ -1612,6 +1872,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
          start_instr((Addr)st->Ist.IMark.addr, st->Ist.IMark.len);
          ins.is_last = (i == last_imark);
          addStmtToIRSB(sbOut, st);
+         add_prefetch(sbOut, (Addr)st->Ist.IMark.addr, st->Ist.IMark.len);
          break;
       case Ist_WrTmp: {
          IRExpr *e = st->Ist.WrTmp.data;
@@ -2179,10 +2440,18 @@ static void sl_fini(Int exitcode)
       if (trace.failed) VG_(fmsg)("spelunk: writing the trace file '%s' failed\n", clo_out);
       if (VG_(clo_verbosity) > 1)
          VG_(umsg)("spelunk: %llu samples, %llu bytes written to %s; %llu scheduling slices, "
-                   "%llu thread switches, %llu forced yields (%llu with sched_yield); %llu "
-                   "translations instrumented, %llu discarded; %llu heap blocks, %llu ended\n",
+                   "%llu thread switches, %llu forced yields (%llu with sched_yield, %llu "
+                   "repeated); %llu translations instrumented, %llu discarded; %llu heap blocks, "
+                   "%llu ended; %llu prefetch instructions translated, %llu with unrecognised "
+                   "addressing (not modelled)\n",
                    samples_written, trace.written, clo_out, stat_slices, stat_switches, stat_yields,
-                   stat_os_yields, stat_sb_made, stat_sb_freed, stat_blocks, stat_block_frees);
+                   stat_os_yields, stat_retries, stat_sb_made, stat_sb_freed, stat_blocks,
+                   stat_block_frees, stat_pf_insns, stat_pf_unknown);
+      else if (stat_pf_unknown)
+         VG_(umsg)("spelunk: %llu of %llu prefetch instructions translated have addressing the "
+                   "model does not read (fs/gs segments, 32-bit addresses): they count as other "
+                   "ops\n",
+                   stat_pf_unknown, stat_pf_insns);
       VG_(close)(trace.fd);
    }
 }
@@ -2214,6 +2483,11 @@ static void sl_pre_clo_init(void)
     * is visible to the model; no IR loop unrolling */
    VG_(clo_vex_control).guest_chase = False;
    VG_(clo_vex_control).iropt_unroll_thresh = 0;
+   /* every instruction's register writes reach the guest state before the next one: VEX
+    * translates prefetch instructions to no IR, so add_prefetch reads their address registers
+    * from the guest state, where the optimiser would otherwise drop a write that a later
+    * instruction overwrites (a few per cent on STREAM) */
+   VG_(clo_vex_control).iropt_register_updates_default = VexRegUpdAllregsAtEachInsn;
 
    sl_config_default(&cfg);
    trace.fd = -1;

@@ -86,7 +86,7 @@ void sl_config_default(SlConfig *c)
     * (L1D), 116.1/5.0 = 23.2 (L2), 836.1/36.6 = 22.8 (SLC): ~23 dependent loads queue between
     * dispatch and issue. */
    c->ls_issue_queue = 23;
-   c->mshrs = 16;                  /* assumed */
+   c->mshrs = 24;                  /* calibrated: MODEL.md "Software prefetch" */
    c->store_buffer = 24;           /* assumed */
    c->mispredict_penalty = 11;     /* assumed */
    /* [SPE methodology §4.2.1] and [N1 PMU methodology]: 64 KB 4-way L1D, 1 MB 8-way L2, 32 MB system-level cache */
@@ -101,6 +101,11 @@ void sl_config_default(SlConfig *c)
    /* calibrated: bw_mem frd over 64 MB (DRAM) reads ~10.0 GB/s, [SPE methodology table 4.7] measured
     * 9.47 GB/s on N1 */
    c->prefetch_distance = 10;
+   /* calibrated: the stride benchmark of [N1 PMU methodology] (stride 7 lines, 4 KB pages, 8 MB
+    * SLC) takes ~22 cycles per iteration on N1 (IPC 0.22 at 5.02 instructions per iteration);
+    * see MODEL.md "Prefetcher" */
+   c->stride_distance = 12;
+   c->stride_max_lines = 16;      /* assumed: below the 64-line (4 KB) stride of lat_mem_rd */
    c->page_shift = 21;             /* 2 MB pages (transparent huge pages): cache-dominated plateaus */
    c->l1dtlb_entries = 48; c->l1itlb_entries = 48; /* assumed, fully associative */
    c->l2tlb_entries = 1280; c->l2tlb_assoc = 5;    /* assumed */
@@ -684,11 +689,15 @@ static Bool snoop_others(SlCore *c, Addr line, Bool unique, Bool *shared)
    return supplied;
 }
 
-/* Upgrade of a shared line held by c (a store hit on S): invalidate every other copy. */
-static inline void upgrade(SlCore *c, Addr line)
+/* Upgrade of a shared line held by c (a store hit on S): invalidate every other copy. Returns
+ * the cycles ownership takes: the invalidation's round trip to the other holders, taken as the
+ * peer-core latency (the same snoop, without data), when another core held a copy; else 0. */
+static inline UInt upgrade(SlCore *c, Addr line)
 {
    Bool shared;
+   ULong inval = c->c[SL_T_COHERENCE_INVAL];
    (void)snoop_others(c, line, True, &shared);
+   return c->c[SL_T_COHERENCE_INVAL] != inval ? c->sys->cfg.peer_lat : 0;
 }
 
 /* Brings a line into c's L2 from outside (or finds it there). Returns the level that supplied
@@ -710,12 +719,14 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
     * is the one to replace */
    i2 = cache_find_victim(&c->l2, line, &v2);
    if (i2 >= 0) {
+      ULong own = t;
       cache_touch(&c->l2, (UInt)i2);
       l = &c->l2.lines[i2];
-      if (store && l->state == SL_S) upgrade(c, line);
+      if (store && l->state == SL_S) own = t + (ULong)upgrade(c, line) * SL_TQ;
       if (store) l->state = SL_M;
       if (l2out) *l2out = l;
       *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
+      *ready = MAX(*ready, own);
       return SL_LVL_L2;
    }
    /* host-cache prefetches of what the SLC steps below read (no effect on the model) */
@@ -844,32 +855,46 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
 /* The l1_recent slot of a line. */
 static inline UInt l1_memo_slot(Addr line) { return (UInt)line & (SL_L1_MEMO - 1); }
 
-/* (prefetch_line and prefetch_train are inlined into their callers, l1_first_use and l1_miss:
- * one call fewer per prefetched line) */
-static SL_ALWAYS_INLINE void prefetch_line(SlCore *c, Addr line, ULong t)
+/* Another core holds the line (hardware prefetchers do not steal lines other cores hold). */
+static inline Bool held_by_others(SlCore *c, Addr line)
+{
+   UInt i;
+   if (c->sys->n_cores_alloc < 2) return False;
+   for (i = 0; i < c->sys->n_cores_alloc; i++) {
+      SlCore *d = c->sys->cores[i];
+      if (d && d != c && cache_peek(&d->l2, line)) return True;
+   }
+   return False;
+}
+
+/* Fills L1D (and L2) with a line read at time t through l2_access; the fill is marked
+ * prefetched. Returns the level that supplied it. */
+static SL_ALWAYS_INLINE SlLevel l1_prefetch_fill(SlCore *c, Addr line, ULong t, ULong *ready,
+                                                 UInt *ev)
 {
    SlLine *l, *l2;
-   ULong ready;
-   UInt ev = 0;
-   if (cache_peek(&c->l1d, line)) return;
-   if (c->sys->n_cores_alloc > 1) {
-      /* do not steal lines other cores hold */
-      UInt i;
-      for (i = 0; i < c->sys->n_cores_alloc; i++) {
-         SlCore *d = c->sys->cores[i];
-         if (d && d != c && cache_peek(&d->l2, line)) return;
-      }
-   }
-   (void)l2_access(c, line, False, True, t, &ready, &ev, &l2);
+   SlLevel lvl = l2_access(c, line, False, True, t, ready, ev, &l2);
    l = cache_insert(&c->l1d, line);
    l->state = l2->state;
-   l->ready = ready;
+   l->ready = *ready;
    l->l2_way = (UInt)(l2 - c->l2.lines);
    l2->l1_way = (UShort)(l - c->l1d.lines);
    l->flags = SL_LF_PREFETCHED;
    c->c[SL_T_PREFETCH_LINES]++;
    /* the demand access that finds it needs no set search */
    c->l1_recent[l1_memo_slot(line)] = (UInt)(l - c->l1d.lines);
+   return lvl;
+}
+
+/* (prefetch_line and prefetch_train are inlined into their callers, l1_first_use and l1_miss:
+ * one call fewer per prefetched line) */
+static SL_ALWAYS_INLINE void prefetch_line(SlCore *c, Addr line, ULong t)
+{
+   ULong ready;
+   UInt ev = 0;
+   if (cache_peek(&c->l1d, line)) return;
+   if (held_by_others(c, line)) return;
+   (void)l1_prefetch_fill(c, line, t, &ready, &ev);
 }
 
 static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
@@ -926,6 +951,76 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
    cache_prefetch_set(&c->l2, (Addr)st->next);
    cache_prefetch_set_lines(&c->l2, (Addr)st->next);
    cache_prefetch_set(&c->sys->slc, (Addr)st->next);
+}
+
+/* The physical line of a prefetch to virtual address va, translated through the TLBs at *t (a
+ * miss walks, as for a load); *t moves past the translation. */
+static Addr prefetch_translate(SlCore *c, Addr va, ULong *t)
+{
+   UInt xlat, ev = 0;
+   Addr pa = translate(c, va, False, *t, &xlat, &ev);
+   *t += (ULong)xlat * SL_TQ;
+   return pa >> SL_LINE_SHIFT;
+}
+
+/* A line brought into L2 only, by the stride prefetcher or a prefetch instruction for L2. */
+static void prefetch_l2(SlCore *c, Addr line, ULong t, Bool hardware)
+{
+   SlLine *l2;
+   ULong ready;
+   UInt ev = 0;
+   if (cache_peek(&c->l2, line)) return;
+   if (hardware && held_by_others(c, line)) return;
+   (void)l2_access(c, line, False, True, t, &ready, &ev, &l2);
+   c->c[SL_T_PREFETCH_LINES]++;
+}
+
+/* The stride prefetcher (MODEL.md "Prefetcher"): a table of loads by PC that follows a constant
+ * stride of 2 to stride_max_lines virtual lines (unit strides are the stream prefetcher's).
+ * Trained by the demand loads that miss L1D and the first uses of prefetched lines; after two
+ * equal strides it keeps the lines up to stride_distance strides ahead in L2, translating them
+ * (so it crosses pages). fill_l1 (a demand miss while no other demand miss is in flight): it
+ * also brings the next stride's line into L1D. */
+static SL_NOINLINE void stride_train(SlCore *c, Addr pc, Addr va, ULong t, Bool fill_l1)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   const Long vline = (Long)(va >> SL_LINE_SHIFT);
+   SlStride *e;
+   Long d, s, end;
+   if (!cfg->stride_distance) return;
+   e = &c->strides[(pc ^ (pc >> 7)) & (SL_NSTRIDES - 1)];
+   if (e->pc != pc + 1) {
+      e->pc = pc + 1;
+      e->last = vline;
+      e->stride = 0;
+      e->conf = 0;
+      return;
+   }
+   d = vline - e->last;
+   if (d == 0) return;
+   e->last = vline;
+   if (d != e->stride) {
+      e->stride = d;
+      e->conf = 1;
+      e->next = vline + d;
+      return;
+   }
+   if (e->conf < 3) e->conf++;
+   s = d < 0 ? -d : d;
+   if (s < 2 || s > (Long)cfg->stride_max_lines) return;
+   end = vline + d * (Long)cfg->stride_distance;
+   if ((d > 0 && e->next <= vline) || (d < 0 && e->next >= vline)) e->next = vline + d;
+   while ((d > 0 && e->next <= end) || (d < 0 && e->next >= end)) {
+      ULong tp = t;
+      Addr line = prefetch_translate(c, (Addr)e->next << SL_LINE_SHIFT, &tp);
+      prefetch_l2(c, line, tp, True);
+      e->next += d;
+   }
+   if (fill_l1) {
+      ULong tp = t;
+      Addr line = prefetch_translate(c, (Addr)(vline + d) << SL_LINE_SHIFT, &tp);
+      prefetch_line(c, line, tp);
+   }
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1108,7 +1203,8 @@ void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
 
 /* First demand use of a prefetched line: late-prefetch event, prefetcher training. Returns
  * the events to add. */
-static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, ULong l1ready)
+static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, const SlMemOp *m, ULong I,
+                                     ULong l1ready)
 {
    UInt ev = 0;
    l->flags &= ~SL_LF_PREFETCHED;
@@ -1117,24 +1213,28 @@ static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, ULong I, U
       c->c[SL_T_LATE_PREFETCH]++;
    }
    prefetch_train(c, line, I);
+   if (!m->store) stride_train(c, m->pc, m->va, I, False);
    return ev;
 }
 
-/* A store to a line held without ownership. */
-static SL_NOINLINE void l1_store_own(SlCore *c, SlLine *l, Addr line)
+/* A store (or an atomic's load) to a line held without ownership; returns the cycles the
+ * ownership takes (upgrade). */
+static SL_NOINLINE UInt l1_store_own(SlCore *c, SlLine *l, Addr line)
 {
    SlLine *l2;
-   if (l->state == SL_S) upgrade(c, line);
+   UInt own_cycles = l->state == SL_S ? upgrade(c, line) : 0;
    /* private_set_state(c, line, SL_M) with the L1D line at hand and its L2 way remembered */
    l->state = SL_M;
    l2 = c->l2.tags[l->l2_way] == line + 1 ? &c->l2.lines[l->l2_way] : cache_peek(&c->l2, line);
    if (l2) l2->state = SL_M;
+   return own_cycles;
 }
 
 /* An L1D miss: the line comes from L2 or beyond; returns its L1D way. */
-static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, ULong I, ULong Imem,
+static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, const SlMemOp *m, ULong I, ULong Imem,
                                 ULong *ready, UInt *ev, SlLevel *lvl)
 {
+   const Bool store = m->store;
    const SlConfig *cfg = &c->sys->cfg;
    SlLine *l, *l2;
    Addr vtag;
@@ -1158,6 +1258,11 @@ static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, ULong I, ULong
       if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
    }
    prefetch_train(c, line, I);
+   if (!store) {
+      /* the L1D fill only when the previous demand miss is complete (see stride_train) */
+      UInt prev = (c->mshr_pos + 2 * cfg->mshrs - 2) % cfg->mshrs;
+      stride_train(c, m->pc, m->va, I, c->mshr[prev] <= I);
+   }
    return li;
 }
 
@@ -1191,6 +1296,23 @@ static SL_NOINLINE void mem_sample(SlCore *c, const SlMemOp *m, Addr pa, UInt xl
    spe_record(c, &smp, D, C, !m->store, m->store, False);
 }
 
+/* Dispatches memory op *n (the next op): after the op rob_size earlier retired, the memory op
+ * ls_issue_queue earlier issued and (stores) the store store_buffer earlier drained. Returns the
+ * dispatch time; *sel: selected for sampling; *pos: its issue-queue slot. */
+static SL_ALWAYS_INLINE ULong mem_dispatch(SlCore *c, Bool store, ULong *n, Bool *sel, UInt *pos)
+{
+   ULong D = c->t;
+   *n = c->pop + 1;
+   c->pop = *n;
+   *sel = SL_UNLIKELY(*n == c->next_sample) && spe_select(c);
+   if (rob_due(c, *n)) stall_backend(c, &D, rob_constraint(c, *n));
+   *pos = c->iq_pos;
+   stall_backend(c, &D, c->iq[*pos]);
+   if (store) stall_backend(c, &D, c->stb[c->stb_pos]);
+   c->t = D + c->sys->disp_tq;
+   return D;
+}
+
 /* One memory op (sl_mem; inlined into the tool's per-superblock replay). */
 static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
 {
@@ -1206,17 +1328,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    SlTlbEntry *te;
    SlLine *l;
 
-   /* dispatch: after the op rob_size earlier retired, the memory op ls_issue_queue earlier
-    * issued and (stores) the store store_buffer earlier drained */
-   n = c->pop + 1;
-   c->pop = n;
-   sel = SL_UNLIKELY(n == c->next_sample) && spe_select(c);
-   D = c->t;
-   if (rob_due(c, n)) stall_backend(c, &D, rob_constraint(c, n));
-   pos = c->iq_pos;
-   stall_backend(c, &D, c->iq[pos]);
-   if (store) stall_backend(c, &D, c->stb[c->stb_pos]);
-   c->t = D + c->sys->disp_tq;
+   D = mem_dispatch(c, store, &n, &sel, &pos);
 
    /* issue when the address operands are ready; translate. A page whose L1 TLB entry is
     * remembered in utlb is a hit (translate() checks the same first). */
@@ -1256,16 +1368,29 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       cache_touch(&c->l1d, li);
       l = &c->l1d.lines[li];
       ready = MAX(l1ready, l->ready);
-      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) ev |= l1_first_use(c, l, line, I, l1ready);
-      if (store && SL_UNLIKELY(l->state != SL_M)) l1_store_own(c, l, line);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) ev |= l1_first_use(c, l, line, m, I, l1ready);
+      if (store && SL_UNLIKELY(l->state != SL_M)) {
+         ULong own = Imem + (ULong)l1_store_own(c, l, line) * SL_TQ;
+         ready = MAX(ready, own);
+      }
    } else {
       ULong r2;
       UInt e2 = ev;
       SlLevel lv2;
-      li = l1_miss(c, line, store, I, Imem, &r2, &e2, &lv2);
+      li = l1_miss(c, line, m, I, Imem, &r2, &e2, &lv2);
       ready = r2;
       ev = e2;
       lvl = lv2;
+   }
+   if (SL_UNLIKELY(!store && (m->subclass & SL_LS_EXT) &&
+                   (m->subclass & (SL_LS_EXT_AT | SL_LS_EXT_EXCL)))) {
+      /* an atomic read-modify-write or a load-exclusive reads for ownership (the invalidation
+       * travels with the read: one round trip); what follows on the line waits for it */
+      l = &c->l1d.lines[li];
+      if (l->state != SL_M) {
+         ULong own = Imem + (ULong)l1_store_own(c, l, line) * SL_TQ;
+         if (own > ready) ready = l->ready = own;
+      }
    }
    c->l1_recent[rh] = li; /* validated by tag on use */
 
@@ -1296,6 +1421,51 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
 ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
 {
    return mem_op(c, m, lvl_out);
+}
+
+void sl_prefetch(SlCore *c, const SlMemOp *m, SlPrefetchTarget target)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   ULong n, D, I, Imem, C, ready;
+   UInt xlat, ev = SL_EV_RETIRED | SL_EV_TLB_ACCESS, pos;
+   Bool sel;
+   Addr pa, line;
+   SlLevel lvl = SL_LVL_L1D;
+   Int f;
+
+   /* dispatched and issued as a load (reorder window, issue queue) */
+   D = mem_dispatch(c, False, &n, &sel, &pos);
+   I = MAX(D, m->addr_ready);
+   pa = translate(c, m->va, False, I, &xlat, &ev);
+   line = pa >> SL_LINE_SHIFT;
+   /* LD_SPEC and L1D_CACHE count it ([N1 PMU methodology] tables 8 and 9: both double with one
+    * PRFM per iteration); L1D_CACHE_REFILL does not (table 9: refills fall by 69 %) */
+   c->c[SL_C_MEM_ACCESS_RD]++;
+   Imem = I + (ULong)xlat * SL_TQ;
+   f = target == SL_PF_NONE ? -1 : cache_find(&c->l1d, line);
+   if (f >= 0) {
+      cache_touch(&c->l1d, (UInt)f);
+   } else if (target == SL_PF_L1) {
+      /* the fill holds a miss register until the line arrives; the op leaves the issue queue
+       * when it has one */
+      Imem = MAX(Imem, c->mshr[c->mshr_pos]);
+      lvl = l1_prefetch_fill(c, line, Imem, &ready, &ev);
+      c->mshr[c->mshr_pos] = ready;
+      if (++c->mshr_pos == cfg->mshrs) c->mshr_pos = 0;
+   } else if (target == SL_PF_L2) {
+      prefetch_l2(c, line, Imem, False);
+      lvl = SL_LVL_L2;
+   }
+   c->iq[pos] = Imem;
+   c->iq_pos = pos + 1 == cfg->ls_issue_queue ? 0 : pos + 1;
+   /* it retires once issued: nothing waits for its data */
+   C = Imem + SL_TQ;
+   rob_push(c, n, C);
+   if (SL_UNLIKELY(sel)) {
+      SlMemOp mc = *m;
+      mc.store = False;
+      mem_sample(c, &mc, pa, xlat, ev, lvl, D, I, C);
+   }
 }
 
 static SL_NOINLINE void branch_sample(SlCore *c, const SlBranch *b, UChar sub, Bool mis, ULong D,

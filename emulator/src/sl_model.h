@@ -119,6 +119,8 @@ typedef struct {
    UInt slc_size, slc_assoc, slc_lat;
    UInt dram_lat, peer_lat;
    UInt prefetch_distance; /* lines ahead; 0 disables the prefetcher */
+   UInt stride_distance;   /* strides ahead the stride prefetcher fills L2; 0 disables it */
+   UInt stride_max_lines;  /* largest stride (lines) the stride prefetcher follows */
    /* translation */
    UInt page_shift;
    UInt l1dtlb_entries, l1itlb_entries, l2tlb_entries, l2tlb_assoc;
@@ -221,6 +223,17 @@ typedef struct {
 
 #define SL_NSTREAMS 16
 
+/* A stride prefetcher entry: the load at pc, in virtual lines. */
+typedef struct {
+   Addr pc;     /* +1; 0 = free */
+   Long last;   /* last virtual line */
+   Long stride; /* lines */
+   Long next;   /* next virtual line to prefetch into L2 */
+   Int conf;
+} SlStride;
+
+#define SL_NSTRIDES 16
+
 typedef struct {
    ULong due;    /* the first op it holds back: its index + rob_size */
    ULong retire; /* its retirement (tq) */
@@ -273,6 +286,7 @@ struct SlCore {
    UChar *pht; UInt ghist; Addr *btb; Addr *ras; UInt ras_top;
    /* prefetcher */
    SlStream streams[SL_NSTREAMS]; ULong stream_clock; UInt last_stream;
+   SlStride strides[SL_NSTRIDES];
    /* SPE */
    ULong next_sample;   /* population index of the next selected op */
    ULong inflight_until; /* completion (tq) of the last recorded sampled op */
@@ -325,6 +339,11 @@ typedef struct {
 /* Returns the time (tq) the loaded value is available (loads) or the store retired; *lvl (may
  * be NULL) receives the level that supplied the line. */
 ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl);
+
+/* A software prefetch instruction (x86 prefetch*, Arm PRFM/PRFUM): one load op that starts a
+ * line fill into the requested level and retires without waiting for the data. */
+typedef enum { SL_PF_L1, SL_PF_L2, SL_PF_NONE } SlPrefetchTarget;
+void sl_prefetch(SlCore *c, const SlMemOp *m, SlPrefetchTarget target);
 
 typedef enum { SL_B_COND, SL_B_DIRECT, SL_B_CALL, SL_B_INDIRECT, SL_B_INDCALL, SL_B_RET } SlBranchKind;
 typedef struct {

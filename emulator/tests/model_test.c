@@ -37,6 +37,7 @@ static SlSystem *tiny(void)
    c.l2_size = 1024; c.l2_assoc = 2;
    c.slc_size = 2048; c.slc_assoc = 2;
    c.prefetch_distance = 0;
+   c.stride_distance = 0;
    c.spe_interval = 1 << 20; /* no samples unless a test asks */
    if (sl_config_check(&c)) abort();
    return sl_system_new(&c, &k);
@@ -123,6 +124,38 @@ static void test_coherence(void)
    l = load(a, Y); CHECK(l == SL_LVL_PEER, "a load Y modified in b: %s", lv(l));
 }
 
+/* Ownership takes a round trip when another core holds a copy: an atomic's load (one that
+ * reads for ownership) that finds its line Shared completes after the peer-core latency (200
+ * cycles by default) counted from its L1 TLB look-up (1 cycle), instead of the 4-cycle L1D
+ * hit; with no other copy, it is an ordinary hit. */
+static void test_ownership_round_trip(void)
+{
+   SlSystem *s = tiny();
+   SlCore *a = sl_core(s, 0), *b = sl_core(s, 1);
+   SlMemOp at = {0x1008, 0x20000040, 8, False, SL_LS_EXT | SL_LS_EXT_AT, 0};
+   SlLevel l;
+   ULong t0, done;
+   store(a, at.va);
+   l = load(b, at.va); CHECK(l == SL_LVL_PEER, "b load X modified in a: %s", lv(l));
+   t0 = a->t + 10000 * SL_TQ; /* long after every fill */
+   sl_core_sync_clock(a, t0);
+   done = sl_mem(a, &at, &l);
+   CHECK(l == SL_LVL_L1D, "atomic on shared X: %s", lv(l));
+   CHECK(done - t0 == 201 * SL_TQ, "atomic on shared X took %llu cycles, want 1 + 200",
+         (unsigned long long)((done - t0) / SL_TQ));
+   CHECK(cnt(a, SL_T_COHERENCE_INVAL) == 1, "one invalidation, got %llu",
+         cnt(a, SL_T_COHERENCE_INVAL));
+   l = load(b, at.va); CHECK(l == SL_LVL_PEER, "b load X after a's atomic: %s", lv(l));
+   /* a line no other core holds: an ordinary L1D hit (4 cycles) */
+   at.va = 0x20000100;
+   store(a, at.va);
+   t0 = a->t + 10000 * SL_TQ;
+   sl_core_sync_clock(a, t0);
+   done = sl_mem(a, &at, &l);
+   CHECK(done - t0 == 4 * SL_TQ, "atomic on private line took %llu cycles, want 4",
+         (unsigned long long)((done - t0) / SL_TQ));
+}
+
 static void test_tlb(void)
 {
    SlConfig c;
@@ -136,6 +169,7 @@ static void test_tlb(void)
    c.l1dtlb_entries = 2;
    c.l2tlb_entries = 4; c.l2tlb_assoc = 1;
    c.prefetch_distance = 0;
+   c.stride_distance = 0;
    c.spe_interval = 256;
    c.spe_collisions = False;
    sl_config_check(&c);
@@ -294,6 +328,7 @@ static void test_collisions(void)
    sl_config_default(&c);
    c.spe_interval = 256;
    c.prefetch_distance = 0;
+   c.stride_distance = 0;
    sl_config_check(&c);
    s = sl_system_new(&c, &k);
    core = sl_core(s, 0);
@@ -320,16 +355,108 @@ static void test_collisions(void)
          "FEED = FILTRATE + COLLISION without filters");
 }
 
+/* A software prefetch for L1D starts the fill without holding dispatch back; a demand load of
+ * the line waits only for what remains of the fill, and L1D_CACHE_REFILL does not count the
+ * prefetch ([N1 PMU methodology] table 9). A prefetch for L2 leaves the load an L1D miss that
+ * finds its line in L2. */
+static void test_software_prefetch(void)
+{
+   SlSystem *s = tiny();
+   SlCore *c = sl_core(s, 0);
+   const SlConfig *cfg = &s->cfg;
+   SlMemOp pf = {0x5000, 0x60000040, 64, False, SL_LS_GP, 0};
+   SlMemOp ld = {0x5004, 0x60000040, 8, False, SL_LS_GP, 0};
+   ULong t0, done;
+   SlLevel l;
+   load(c, 0x60000000); /* the page's translation is now an L1 DTLB hit */
+   t0 = c->t;
+   sl_prefetch(c, &pf, SL_PF_L1);
+   CHECK(c->t - t0 == SL_TQ / cfg->dispatch_width, "dispatch advanced %llu tq",
+         (unsigned long long)(c->t - t0));
+   sl_alu(c, 40, NULL, NULL); /* 10 cycles of other work */
+   done = sl_mem(c, &ld, &l);
+   /* issued at t0, translated in 1 cycle, DRAM load-to-use 283 includes that cycle */
+   CHECK(done == t0 + (ULong)cfg->dram_lat * SL_TQ, "load done %llu cycles after the prefetch",
+         (unsigned long long)((done - t0) / SL_TQ));
+   CHECK(l == SL_LVL_L1D, "served by %s", lv(l));
+   CHECK(cnt(c, SL_C_LD_SPEC) == 3 && cnt(c, SL_C_L1D_CACHE) == 3, "LD_SPEC %llu L1D_CACHE %llu",
+         cnt(c, SL_C_LD_SPEC), cnt(c, SL_C_L1D_CACHE));
+   CHECK(cnt(c, SL_C_L1D_CACHE_REFILL) == 1, "L1D_CACHE_REFILL %llu",
+         cnt(c, SL_C_L1D_CACHE_REFILL));
+   CHECK(cnt(c, SL_T_PREFETCH_LINES) == 1 && cnt(c, SL_T_LATE_PREFETCH) == 1,
+         "prefetched %llu late %llu", cnt(c, SL_T_PREFETCH_LINES), cnt(c, SL_T_LATE_PREFETCH));
+   /* for L2: the load misses L1D and is served by L2 */
+   pf.va = ld.va = 0x60000080;
+   sl_prefetch(c, &pf, SL_PF_L2);
+   sl_alu(c, 2000, NULL, NULL); /* 500 cycles: the fill is complete */
+   sl_mem(c, &ld, &l);
+   CHECK(l == SL_LVL_L2, "L2 prefetch then load: %s", lv(l));
+   CHECK(cnt(c, SL_C_L1D_CACHE_REFILL) == 2, "L1D_CACHE_REFILL %llu",
+         cnt(c, SL_C_L1D_CACHE_REFILL));
+}
+
+/* The stride prefetcher: three dependent loads of one PC 7 lines apart (each address ready when
+ * the previous load completes, as in the stride benchmark) confirm the stride; the third, an
+ * L1D miss while no other miss is in flight, fills L2 with the 12 lines stride_distance strides
+ * ahead and L1D with the next one. Independent loads (misses overlapping) get no L1D fill. A
+ * stride of 64 lines (4 KB, lat_mem_rd's) is not followed. */
+static void test_stride_prefetcher(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *c;
+   Addr base = 0x80000000;
+   SlMemOp m = {0x1000, 0, 8, False, SL_LS_GP, 0};
+   SlLevel l;
+   int i;
+   sl_config_default(&cf);
+   cf.prefetch_distance = 0;
+   cf.spe_interval = 1 << 20;
+   sl_config_check(&cf);
+   CHECK(cf.stride_distance == 12, "default stride distance %u", cf.stride_distance);
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   for (i = 0; i < 3; i++) {
+      m.va = base + (Addr)i * 7 * 64;
+      m.addr_ready = sl_mem(c, &m, &l);
+   }
+   CHECK(cnt(c, SL_T_PREFETCH_LINES) == 13, "prefetched %llu", cnt(c, SL_T_PREFETCH_LINES));
+   /* the 4th load finds the line the L1D prefetch brought (a first use, not a refill) */
+   m.va = base + 3 * 7 * 64;
+   m.addr_ready = sl_mem(c, &m, &l);
+   CHECK(l == SL_LVL_L1D && cnt(c, SL_C_L1D_CACHE_REFILL) == 3, "4th: %s, refills %llu", lv(l),
+         cnt(c, SL_C_L1D_CACHE_REFILL));
+   /* the 5th misses L1D and finds its line in L2 */
+   m.va = base + 4 * 7 * 64;
+   sl_mem(c, &m, &l);
+   CHECK(l == SL_LVL_L2, "5th load from %s", lv(l));
+   /* independent loads: the third one's miss overlaps the second's, L2 only */
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   for (i = 0; i < 3; i++) load(c, base + (Addr)i * 7 * 64);
+   CHECK(cnt(c, SL_T_PREFETCH_LINES) == 12, "independent: prefetched %llu",
+         cnt(c, SL_T_PREFETCH_LINES));
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   for (i = 0; i < 6; i++) load(c, base + (Addr)i * 4096);
+   CHECK(cnt(c, SL_T_PREFETCH_LINES) == 0, "4 KB stride prefetched %llu",
+         cnt(c, SL_T_PREFETCH_LINES));
+}
+
 int main(void)
 {
    test_cache_sequence();
    test_coherence();
+   test_ownership_round_trip();
    test_tlb();
    test_sampling_interval();
    test_dependent_chain_timing();
    test_fork_rebase_keeps_the_window();
    test_branches();
    test_collisions();
+   test_software_prefetch();
+   test_stride_prefetcher();
    if (failures) {
       printf("model_test: %d failure(s)\n", failures);
       return 1;

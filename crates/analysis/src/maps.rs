@@ -180,6 +180,33 @@ impl AddressSpaces {
     pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
         self.per_pid.keys().copied()
     }
+
+    /// The files mapped executable in any process, each once: every process's first one (its
+    /// program) before the rest, processes in pid order. What a report will most likely need
+    /// symbols for, in the order to load them ([`crate::symbolize::CodeSymbolizer::preload`]).
+    pub fn executable_files(&self) -> Vec<Arc<str>> {
+        let mut pids: Vec<u32> = self.pids().collect();
+        pids.sort_unstable();
+        let exec = |pid: &u32| {
+            self.mappings(*pid)
+                .iter()
+                .filter(|m| m.executable && m.kind == MappingKind::File)
+                .min_by_key(|m| m.time_ns)
+                .map(|m| m.path.clone())
+        };
+        let rest = pids.iter().flat_map(|pid| {
+            self.mappings(*pid)
+                .iter()
+                .filter(|m| m.executable && m.kind == MappingKind::File)
+                .map(|m| m.path.clone())
+        });
+        let mut seen = std::collections::HashSet::new();
+        pids.iter()
+            .filter_map(exec)
+            .chain(rest)
+            .filter(|p| seen.insert(p.clone()))
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A function inlined at a code address (outermost first).
@@ -171,6 +172,32 @@ impl CodeSymbolizer {
             Some(root) => root.join(path.trim_start_matches('/')),
             None => PathBuf::from(path),
         }
+    }
+
+    /// Loads the symbols of the recorded `paths` (their ELF symbol tables, DWARF and debug
+    /// files, which a large program takes a long time to read and, when its debug sections are
+    /// compressed, to inflate) so that symbolizing their addresses later finds them loaded; in
+    /// order, until `stop` is set. Meant to run while the samples are decoded (the PCs to
+    /// symbolize are known only then). A file that is missing or cannot be read is skipped
+    /// here, not recorded: only files that hold sampled PCs are reported as missing or
+    /// unreadable, by [`CodeSymbolizer::symbolize`]. Returns the files loaded.
+    pub fn preload(&mut self, paths: &[Arc<str>], stop: &AtomicBool) -> usize {
+        let mut loaded = 0;
+        for path in paths {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let local = self.local_path(path);
+            if !local.is_file() || looks_like_elf(&local).is_err() {
+                continue;
+            }
+            // One address builds and caches the file's resolver (blazesym keeps one per file).
+            let src = Source::Elf(Elf::new(local));
+            if self.inner.symbolize(&src, Input::FileOffset(&[0])).is_ok() {
+                loaded += 1;
+            }
+        }
+        loaded
     }
 
     /// Symbolizes each (mapping, address). Addresses outside a file mapping get a location

@@ -22,8 +22,10 @@ fn tool(cmd: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn build() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("spelunk-realbin-{}", std::process::id()));
+/// Compiles the test program into a directory of its own for test `name` (tests run in
+/// parallel and remove their directory).
+fn build(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("spelunk-realbin-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("objects");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/c/objects.c");
@@ -87,7 +89,7 @@ fn mappings(exe: &Path) -> Vec<Mapping> {
 
 #[test]
 fn functions_lines_and_objects_agree_with_binutils() {
-    let exe = build();
+    let exe = build("binutils");
     let syms = nm(&exe);
     let mut spaces = AddressSpaces::new();
     for m in mappings(&exe) {
@@ -220,4 +222,67 @@ fn unreadable_files_say_why() {
     assert_eq!(unreadable[0].0, path);
     assert_eq!(unreadable[0].1, "not an ELF file");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Loading symbols ahead (while a report decodes) changes no location, and a file that is
+/// missing or not an ELF file is not reported for it: only files with sampled PCs are.
+#[test]
+fn preloading_symbols_changes_nothing_but_the_timing() {
+    let exe = build("preload");
+    let syms = nm(&exe);
+    let dir = exe.parent().unwrap();
+    let text = dir.join("notelf");
+    std::fs::write(&text, "not an ELF file\n").unwrap();
+    let mut spaces = AddressSpaces::new();
+    for m in mappings(&exe) {
+        spaces.add(Some(7), m);
+    }
+    spaces.add(
+        Some(9),
+        Mapping::new(0x40_0000, 0x1000, 0, text.to_str().unwrap(), true, 0),
+    );
+    spaces.add(
+        Some(8),
+        Mapping::new(0x40_0000, 0x1000, 0, "/nonexistent/app", true, 0),
+    );
+    spaces.add(
+        Some(8),
+        Mapping::new(0x50_0000, 0x1000, 0, "/nonexistent/data", false, 0),
+    );
+    spaces.finish();
+    // Programs by pid; non-executable mappings left out.
+    let files: Vec<String> = spaces
+        .executable_files()
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            exe.to_str().unwrap(),
+            "/nonexistent/app",
+            text.to_str().unwrap()
+        ]
+    );
+    let items: Vec<_> = ["sum_array", "fill", "uses_inline"]
+        .iter()
+        .map(|f| {
+            let pc = BIAS + syms[*f].0 + 4;
+            (spaces.lookup(Some(7), pc, None).unwrap().clone(), pc)
+        })
+        .collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut ahead = CodeSymbolizer::new(None);
+    assert_eq!(ahead.preload(&spaces.executable_files(), &stop), 1);
+    assert_eq!(ahead.missing_files().count(), 0);
+    assert_eq!(ahead.unreadable_files().count(), 0);
+    let mut fresh = CodeSymbolizer::new(None);
+    assert_eq!(ahead.symbolize(&items), fresh.symbolize(&items));
+    // Told to stop, it loads nothing more.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        CodeSymbolizer::new(None).preload(&spaces.executable_files(), &stop),
+        0
+    );
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -83,15 +83,11 @@ pub fn build(args: &C2cArgs) -> anyhow::Result<C2cReport> {
 
 pub fn run(args: C2cArgs) -> anyhow::Result<ExitCode> {
     let [data, sidecar] = crate::common::recording_inputs(&args.file);
-    crate::common::guard_outputs(
-        &[&data, &sidecar],
-        &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
+    crate::common::guard_outputs(&[&data, &sidecar], args.html.as_deref())?;
     let report = build(&args)?;
     if let Some(out) = &args.html {
         let page = spelunk_report::html::render_c2c_html(&report)?;
-        spelunk_fsio::write_atomic(out, page.as_bytes())
-            .with_context(|| format!("writing {}", out.display()))?;
+        spelunk_report::html::write_page(out, &page)?;
         eprintln!(
             "spelunk c2c: wrote {} ({} cache lines; open it in a browser, it needs no network)",
             out.display(),

@@ -1,12 +1,9 @@
 //! Options and setup shared by the subcommands that read SPE recordings.
 
-use anyhow::bail;
 use clap::Args;
-use spelunk_decode::StreamDesc;
 use spelunk_engine::recording::{Recording, RecordingError};
 use spelunk_perf::sidecar::SidecarUse;
-use spelunk_perf::PerfDataFile;
-use spelunk_spe::{CpuModel, Interpretation, Midr};
+use spelunk_spe::Midr;
 use std::path::Path;
 
 /// How to interpret the recording's CPUs (data-source tables), overriding its MIDR.
@@ -23,37 +20,8 @@ pub struct CpuArgs {
 
 impl CpuArgs {
     /// The MIDR the user asked for, if any.
-    pub fn midr_override(&self) -> anyhow::Result<Option<Midr>> {
-        if let Some(name) = &self.cpu_model {
-            let Some(m) = CpuModel::from_name(name) else {
-                let known: Vec<&str> = CpuModel::ALL.iter().map(|m| m.name()).collect();
-                bail!(
-                    "unknown CPU model '{name}'; known models: {}",
-                    known.join(", ")
-                );
-            };
-            return Ok(Some(m.midr()));
-        }
-        if let Some(s) = &self.midr {
-            let Some(m) = Midr::parse(s) else {
-                bail!("--midr '{s}' is not a number (expected e.g. 0x413fd0c1)")
-            };
-            return Ok(Some(m));
-        }
-        Ok(None)
-    }
-
-    /// The interpretation of every CPU of `file`: the override, else each CPU's recorded MIDR.
-    pub fn interpretation(
-        &self,
-        file: &PerfDataFile,
-        streams: &[StreamDesc],
-    ) -> anyhow::Result<Interpretation> {
-        Ok(spelunk_engine::recording::interpretation(
-            file,
-            streams,
-            self.midr_override()?,
-        ))
+    pub fn midr_override(&self) -> Result<Option<Midr>, RecordingError> {
+        spelunk_engine::select::midr_override(self.cpu_model.as_deref(), self.midr.as_deref())
     }
 
     /// Opens the SPE recording `path`, interpreted as these options say, with its sidecar as
@@ -84,13 +52,13 @@ impl CpuArgs {
 
 /// Refuses, before any work, an output that would overwrite an input (docs/files.md): the
 /// recording, its sidecar, an imported file, the program being recorded.
-pub fn guard_outputs(
+pub fn guard_outputs<'p>(
     inputs: &[&std::path::Path],
-    outputs: &[&std::path::Path],
+    outputs: impl IntoIterator<Item = &'p std::path::Path>,
 ) -> anyhow::Result<()> {
     let mut guard = spelunk_fsio::OutputGuard::new();
     guard.inputs(inputs.iter().copied());
-    guard.check_all(outputs.iter().copied())?;
+    guard.check_all(outputs)?;
     Ok(())
 }
 
@@ -122,14 +90,7 @@ pub mod values {
     /// Rows a table can be asked for (`--limit`).
     pub const MAX_ROWS: u64 = 1_000_000_000;
 
-    /// A number in decimal or 0x-hex (`_` allowed).
-    pub fn parse_u64(s: &str) -> Option<u64> {
-        let s = s.trim().replace('_', "");
-        match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => s.parse().ok(),
-        }
-    }
+    pub use spelunk_engine::select::parse_u64;
 
     /// A whole number in `[min, max]`, decimal or 0x-hex (`_` allowed).
     fn whole(s: &str, min: u64, max: u64) -> Result<u64, String> {

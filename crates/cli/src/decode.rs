@@ -3,10 +3,9 @@
 //! into tables and its summary in spelunk-report (`decode_tables`).
 
 use clap::{Args, ValueEnum};
-use spelunk_perf::PerfDataFile;
-use spelunk_report::decode_tables::{self, DecodedTables};
-use spelunk_report::{Interpretation, SpeTableWriter, TableCompression, TableFormat};
-use std::path::{Path, PathBuf};
+use spelunk_report::decode_tables::{default_prefix, render_decoded, DecodeInput, DecodeRequest};
+use spelunk_report::{SpeTableWriter, TableCompression, TableFormat};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::common::CpuArgs;
@@ -79,66 +78,37 @@ pub struct DecodeArgs {
     pub no_progress: bool,
 }
 
-fn compression(args: &DecodeArgs) -> TableCompression {
-    match args.compression {
-        Compression::Snappy => TableCompression::Snappy,
-        Compression::Lz4 => TableCompression::Lz4,
-        Compression::None => TableCompression::None,
-    }
-}
-
-fn default_prefix(file: &Path) -> PathBuf {
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "spe".into());
-    let stem = name.strip_suffix(".data").unwrap_or(&name);
-    PathBuf::from(if stem.is_empty() { "spe" } else { stem })
-}
-
 pub fn run(args: DecodeArgs) -> anyhow::Result<ExitCode> {
-    let format = match args.format {
-        Format::Parquet => TableFormat::Parquet,
-        Format::Csv => TableFormat::Csv,
+    let req = DecodeRequest {
+        prefix: (args.output.clone()).unwrap_or_else(|| default_prefix(&args.file)),
+        file: args.file.clone(),
+        raw: args.raw,
+        raw_cpu: args.cpu,
+        format: match args.format {
+            Format::Parquet => TableFormat::Parquet,
+            Format::Csv => TableFormat::Csv,
+        },
+        compression: match args.compression {
+            Compression::Snappy => TableCompression::Snappy,
+            Compression::Lz4 => TableCompression::Lz4,
+            Compression::None => TableCompression::None,
+        },
+        cpu_model: args.interp.cpu_model.clone(),
+        midr: args.interp.midr.clone(),
     };
-    let prefix = args
-        .output
-        .clone()
-        .unwrap_or_else(|| default_prefix(&args.file));
     let [data, sidecar] = crate::common::recording_inputs(&args.file);
-    let tables = SpeTableWriter::paths(&prefix, format);
-    crate::common::guard_outputs(
-        &[&data, &sidecar],
-        &tables.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
-    let decoded = if args.raw {
-        let input = decode_tables::open_raw(&args.file)?;
-        let interp = Interpretation::uniform(args.interp.midr_override()?);
-        let writer = SpeTableWriter::create(&prefix, format, compression(&args), interp)?;
-        let progress = Progress::bytes(input.len, "decoding", args.no_progress);
-        let t = decode_tables::raw_to_tables(input, args.cpu, writer, &|n| progress.set(n));
-        progress.finish();
-        t?
-    } else {
-        let file = PerfDataFile::open_spe(&args.file)?;
-        let total_bytes = file.require_spe_data()?;
-        let (plan, losses) = spelunk_decode::plan_from_perf(&file);
-        let interp = args.interp.interpretation(&file, &plan.streams)?;
-        let writer = SpeTableWriter::create(&prefix, format, compression(&args), interp)?;
-        let progress = Progress::bytes(total_bytes, "decoding", args.no_progress);
-        let t = decode_tables::perf_to_tables(&file, &plan, losses, writer, &|n| progress.set(n));
-        progress.finish();
-        t?
-    };
-    show(&args, &decoded);
+    let tables = SpeTableWriter::paths(&req.prefix, req.format);
+    crate::common::guard_outputs(&[&data, &sidecar], tables.iter().map(PathBuf::as_path))?;
+    let input = DecodeInput::open(&req)?;
+    let progress = Progress::bytes(input.bytes(), "decoding", args.no_progress);
+    let decoded = input.decode(&req, &|n| progress.set(n));
+    progress.finish();
+    let decoded = decoded?;
+    if !args.quiet {
+        print!("{}", render_decoded(&decoded, &args.file));
+    }
     match decoded.incomplete {
         Some(e) => Err(e.into()),
         None => Ok(ExitCode::SUCCESS),
-    }
-}
-
-fn show(args: &DecodeArgs, decoded: &DecodedTables) {
-    if !args.quiet {
-        print!("{}", decode_tables::render_decoded(decoded, &args.file));
     }
 }

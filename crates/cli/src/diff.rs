@@ -5,8 +5,9 @@
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 use spelunk_analysis::diff::{diff, DiffReport};
-use spelunk_analysis::model::{RecordingInfo, Report};
-use spelunk_analysis::profile::{ProfileBuilder, ReportLimits};
+use spelunk_analysis::model::Report;
+use spelunk_analysis::profile::Filter;
+use spelunk_engine::recording::Recording;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -68,40 +69,34 @@ pub struct DiffArgs {
     pub sidecar: SidecarArgs,
 }
 
-fn report(path: &Path, args: &DiffArgs) -> anyhow::Result<Report> {
+fn open(path: &Path, args: &DiffArgs) -> anyhow::Result<(Recording, Filter)> {
     let rec = args.interp.open(path, &args.sidecar)?;
     let filter = args.filter.filter(&rec.ctx)?;
-    let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
-    let mut symbolizer = args.symbols.symbolizer(&rec)?;
-    let limits = ReportLimits {
-        hotspot_rows: usize::MAX,
-        object_rows: usize::MAX,
-        timeline_points: 0,
-        ..Default::default()
-    };
-    let mut builder = ProfileBuilder::new(&rec.interp, &objects, filter, limits)
-        .with_phases(rec.ctx.phases.clone());
-    // The same parallel aggregation as `spelunk report` (the same figures as a serial pass).
-    let stats = spelunk_engine::parallel::profile(&rec, &mut builder, None)?;
-    let info = RecordingInfo {
-        file: rec.path().to_string(),
-        losses: rec.losses(&stats),
-        ..Default::default()
-    };
-    let r = builder.finish(
-        &rec.ctx.spaces,
-        &mut symbolizer,
-        &rec.ctx.thread_names,
-        info,
-        rec.ctx.sidecar.as_deref(),
-    );
-    rec.require_samples(&r)?;
-    Ok(r)
+    Ok((rec, filter))
 }
 
+fn report((rec, filter): &(Recording, Filter), args: &DiffArgs) -> anyhow::Result<Report> {
+    let mut symbolizer = args.symbols.symbolizer(rec)?;
+    Ok(rec.every_row_report(filter.clone(), args.symbols.symfs.as_ref(), &mut symbolizer)?)
+}
+
+/// The two reports are made at the same time; errors are those of making them one after the
+/// other (the baseline's first).
 pub fn build(args: &DiffArgs) -> anyhow::Result<DiffReport> {
-    let a = report(&args.baseline, args)?;
-    let b = report(&args.new, args)?;
+    let baseline = open(&args.baseline, args)?;
+    let new = match open(&args.new, args) {
+        Ok(new) => new,
+        Err(e) => {
+            report(&baseline, args)?;
+            return Err(e);
+        }
+    };
+    let (a, b) = std::thread::scope(|scope| {
+        let b = scope.spawn(|| report(&new, args));
+        (report(&baseline, args), b.join())
+    });
+    let a = a?;
+    let b = b.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
     Ok(diff(&a, &b))
 }
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::common::{CpuArgs, SidecarArgs};
-use crate::recording::{pc_range, FilterArgs, SymbolArgs};
+use crate::recording::{FilterArgs, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum What {
@@ -111,8 +111,10 @@ pub fn build(args: &EstimateArgs) -> anyhow::Result<EstimateReport> {
         },
     };
     let rec = args.interp.open(&args.file, &args.sidecar)?;
-    let mut filter = args.filter.filter(&rec.ctx)?;
-    filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
+    let filter = args
+        .filter
+        .selection(args.pc_range.as_ref())
+        .filter(&rec.ctx)?;
     let mut symbolizer = args.symbols.symbolizer(&rec)?;
     let req = EstimateRequest {
         kind,

@@ -63,23 +63,7 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let rec = args.interp.open(&args.file, &args.sidecar)?;
-    let host = match &args.host {
-        Some(h) => h.clone(),
-        None => rec.file.features.hostname.clone().ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: the recording does not name its host; give --host NAME",
-                args.file.display()
-            )
-        })?,
-    };
-    let run = args.run.clone().unwrap_or_else(|| {
-        let name = args
-            .file
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        name.strip_suffix(".data").unwrap_or(&name).to_string()
-    });
+    let part = Partition::for_recording(&rec, &args.file, args.host.clone(), args.run.clone())?;
     let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
     let mut symbolizer = args.symbols.symbolizer(&rec)?;
     let progress = Progress::count("exporting", "samples", args.no_progress);
@@ -88,7 +72,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<ExitCode> {
         &objects,
         &mut symbolizer,
         &args.dataset,
-        &Partition { host, run },
+        &part,
         &args.file.display().to_string(),
         &|n| progress.set(n),
     );

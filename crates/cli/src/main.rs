@@ -1,5 +1,9 @@
-//! The `spelunk` binary: argument parsing and wiring only. Each subcommand lives in its own
-//! module and calls into the library crates.
+//! The `spelunk` binary: argument parsing and wiring only. Each subcommand's module holds its
+//! clap arguments (with their help), turns them into the option struct of the library crate of
+//! its pipeline stage (spelunk_record::flow, spelunk_pmu::flow, spelunk_engine::select and
+//! ::report, spelunk_report::decode_tables, ...), calls it, and hands the typed result to a
+//! spelunk-report renderer; flows with logic of their own belong in those crates, where every
+//! front end (the Python bindings too) shares them.
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -1,16 +1,15 @@
 //! The options that select a recording's samples and name its code, shared by the commands that
 //! read SPE recordings (report, annotate, estimate, c2c, diff); the filter options mean the
-//! same everywhere. Opening and decoding a recording is spelunk_engine::recording.
+//! same everywhere. Their parsing and checks are spelunk_engine::select, opening and decoding a
+//! recording spelunk_engine::recording.
 
-use anyhow::{bail, Context};
 use clap::Args;
 use spelunk_analysis::context::RecordingContext;
-use spelunk_analysis::kallsyms::KernelSymbols;
-use spelunk_analysis::profile::{EventClass, Filter, PhaseFilter};
+use spelunk_analysis::profile::Filter;
 use spelunk_analysis::symbolize::CodeSymbolizer;
-use spelunk_engine::recording::Recording;
+use spelunk_engine::recording::{Recording, RecordingError};
+use spelunk_engine::select::{SampleSelection, SymbolOptions};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Where the recorded binaries and the kernel's symbols are (the same for every command that
 /// names code).
@@ -27,21 +26,13 @@ pub struct SymbolArgs {
 }
 
 impl SymbolArgs {
-    /// The code symbolizer for `rec` (see [`Recording::symbolizer`]), with the kernel symbols
-    /// of `--kallsyms` when given.
-    pub fn symbolizer(&self, rec: &Recording) -> anyhow::Result<CodeSymbolizer> {
-        let kernel = match self.kallsyms.as_deref() {
-            Some(path) => {
-                // A kallsyms file has a few hundred thousand lines (~10 MB).
-                let text = spelunk_fsio::read_to_string_bounded(path, 1 << 30)
-                    .with_context(|| format!("--kallsyms {}", path.display()))?;
-                let k = KernelSymbols::parse(&text)
-                    .with_context(|| format!("--kallsyms {}", path.display()))?;
-                Some(Arc::new(k))
-            }
-            None => None,
-        };
-        Ok(rec.symbolizer(self.symfs.clone(), kernel))
+    /// The code symbolizer for `rec`, with the kernel symbols of `--kallsyms` when given.
+    pub fn symbolizer(&self, rec: &Recording) -> Result<CodeSymbolizer, RecordingError> {
+        SymbolOptions {
+            symfs: self.symfs.clone(),
+            kallsyms: self.kallsyms.clone(),
+        }
+        .symbolizer(rec)
     }
 }
 
@@ -81,88 +72,22 @@ pub struct FilterArgs {
     pub phase: Option<String>,
 }
 
-/// `FROM,TO` parsed with `parse`.
-pub fn pair<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> anyhow::Result<(T, T)> {
-    let Some((a, b)) = s.split_once(',') else {
-        bail!("{what} '{s}': expected FROM,TO")
-    };
-    match (parse(a), parse(b)) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => bail!("{what} '{s}': expected two numbers FROM,TO"),
-    }
-}
-
-/// A `--time-range FROM,TO` value: seconds since the first sample, finite, 0 <= FROM < TO.
-pub fn time_range(s: &str) -> anyhow::Result<(f64, f64)> {
-    let finite = |x: &str| x.trim().parse::<f64>().ok().filter(|v| v.is_finite());
-    match pair(s, "--time-range", finite) {
-        Ok((a, b)) if 0.0 <= a && a < b => Ok((a, b)),
-        _ => bail!(
-            "--time-range '{s}': expected FROM,TO in seconds since the first sample, two finite \
-             numbers with 0 <= FROM < TO"
-        ),
-    }
-}
-
-/// A `--pc-range FROM,TO` value.
-pub fn pc_range(s: &str) -> anyhow::Result<(u64, u64)> {
-    let (a, b) = pair(s, "--pc-range", crate::common::values::parse_u64)?;
-    if a >= b {
-        bail!("--pc-range '{s}': FROM must be below TO");
-    }
-    Ok((a, b))
-}
-
 impl FilterArgs {
-    /// The filter, with `--phase` checked against the recording's phases.
-    pub fn filter(&self, ctx: &RecordingContext) -> anyhow::Result<Filter> {
-        let event = match &self.event {
-            Some(e) => Some(EventClass::parse(e).ok_or_else(|| {
-                let known: Vec<&str> = EventClass::ALL.iter().map(|(n, _)| *n).collect();
-                anyhow::anyhow!("unknown event class '{e}'; known: {}", known.join(", "))
-            })?),
-            None => None,
-        };
-        Ok(Filter {
+    /// The filters as given, with `--pc-range` where the command has it.
+    pub fn selection(&self, pc_range: Option<&String>) -> SampleSelection {
+        SampleSelection {
+            event: self.event.clone(),
             pids: self.pid.clone(),
             tids: self.tid.clone(),
             cpus: self.cpus.clone(),
-            time_range_s: self.time_range.as_deref().map(time_range).transpose()?,
-            pc_range: None,
-            event,
-            pcs: None,
-            phase: self
-                .phase
-                .as_deref()
-                .map(|name| phase_filter(ctx, name))
-                .transpose()?,
-        })
+            time_range: self.time_range.clone(),
+            phase: self.phase.clone(),
+            pc_range: pc_range.cloned(),
+        }
     }
-}
 
-/// `--phase NAME` against the recording's phases: a name it does not have is an error that
-/// lists the names it has.
-pub fn phase_filter(ctx: &RecordingContext, name: &str) -> anyhow::Result<PhaseFilter> {
-    if ctx.sidecar.is_none() {
-        bail!(
-            "--phase {name}: this recording has no sidecar (FILE.spelunk.json), so no phases; \
-             phases are recorded by `spelunk record` from spelunk_phase_begin/end calls"
-        );
+    /// The filter, with `--phase` checked against the recording's phases.
+    pub fn filter(&self, ctx: &RecordingContext) -> Result<Filter, RecordingError> {
+        self.selection(None).filter(ctx)
     }
-    let names = ctx.phases.names();
-    if !names.iter().any(|n| &**n == name) {
-        let known: Vec<&str> = names.iter().map(|n| &**n).collect();
-        bail!(
-            "--phase {name}: no such phase; the recording has {}",
-            if known.is_empty() {
-                "none".to_string()
-            } else {
-                known.join(", ")
-            }
-        );
-    }
-    Ok(PhaseFilter {
-        name: name.to_string(),
-        index: ctx.phases.clone(),
-    })
 }

@@ -1,22 +1,24 @@
 //! `spelunk report`: hotspots, memory latency by data source, data objects and threads from an
-//! SPE recording, in the terminal, as JSON or as an HTML page. Wiring only: the analysis is spelunk-analysis.
+//! SPE recording, in the terminal, as JSON or as an HTML page. Wiring only: the flows are
+//! spelunk_engine::report, the analysis spelunk-analysis, the page spelunk_report::html.
 
 use anyhow::{bail, Context};
 use clap::{Args, ValueEnum};
 use spelunk_analysis::model::Report;
-use spelunk_analysis::profile::{HotspotSort, ProfileBuilder, ReportLimits};
-use spelunk_engine::parallel::profile;
-use spelunk_engine::report::{check_line_size, C2cOptions, ReportOptions};
+use spelunk_analysis::profile::HotspotSort;
+use spelunk_engine::report::{
+    check_line_size, timelines_only_report, timelines_only_sidecar, C2cOptions, ReportRequest,
+};
 use spelunk_perf::sidecar::Sidecar;
-use spelunk_pmu::sidecar::SidecarTopdown;
-use spelunk_report::html::{render_html, Topdown};
+use spelunk_pmu::flow::page_topdown;
+use spelunk_report::html::{write_report_page, Topdown};
 use spelunk_report::text::{render, HotspotsBy, TextOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::common::{CpuArgs, SidecarArgs};
-use crate::recording::{pc_range, FilterArgs, SymbolArgs};
+use crate::recording::{FilterArgs, SymbolArgs};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum By {
@@ -113,117 +115,54 @@ pub struct ReportArgs {
     pub sidecar: SidecarArgs,
 }
 
-/// Builds the report (shared with the HTML output), with the c2c analysis when `--c2c` asks
-/// for it (its first pass rides on the report's decode), and the sidecar it was built with.
-/// A report without samples is an error (that says when the recording is damaged).
+impl ReportArgs {
+    /// The flags as spelunk-engine's request.
+    fn request(&self) -> ReportRequest {
+        ReportRequest {
+            selection: self.filter.selection(self.pc_range.as_ref()),
+            function: self.symbol.clone(),
+            sort: self.sort,
+            rows: self.limit,
+            page: self.html.is_some(),
+            c2c: self.c2c.then_some(C2cOptions {
+                line_size: self.line_size,
+                limit: self.limit,
+            }),
+            symfs: self.symbols.symfs.clone(),
+        }
+    }
+}
+
+/// Builds the report (shared with the HTML output) and returns the sidecar it was built with.
 pub fn build_report(args: &ReportArgs) -> anyhow::Result<(Report, Option<Arc<Sidecar>>)> {
     if args.c2c {
         check_line_size(args.line_size)?;
     }
     let rec = args.interp.open(&args.file, &args.sidecar)?;
-    let objects = rec.ctx.data_objects(args.symbols.symfs.as_ref());
     let mut symbolizer = args.symbols.symbolizer(&rec)?;
-    // Tables keep --limit rows (after sorting); a page keeps at least 50, as it sorts them
-    // itself (and the JSON printed with it is the page's).
-    let rows = if args.html.is_some() {
-        args.limit.max(50)
-    } else {
-        args.limit
-    };
-    let limits = ReportLimits {
-        hotspot_rows: rows,
-        object_rows: rows,
-        ..Default::default()
-    };
-    let mut filter = args.filter.filter(&rec.ctx)?;
-    filter.pc_range = args.pc_range.as_deref().map(pc_range).transpose()?;
-
-    if let Some(name) = &args.symbol {
-        // First pass: the PCs of the recording; keep those in the named function.
-        let mut pass = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
-        profile(&rec, &mut pass, None)?;
-        let keep = rec.pcs_in_function(&mut symbolizer, pass.pcs(), name);
-        if keep.is_empty() {
-            bail!(
-                "{}: no samples in a function named '{name}' (check the name with `spelunk report {}`){}",
-                rec.path(),
-                rec.path(),
-                rec.damage_note()
-            );
-        }
-        filter.pcs = Some(keep);
-    }
-
-    let opts = ReportOptions {
-        filter,
-        limits,
-        sort: args.sort,
-        c2c: args.c2c.then_some(C2cOptions {
-            line_size: args.line_size,
-            limit: args.limit,
-        }),
-    };
-    let report = rec.report(&objects, &mut symbolizer, opts)?;
-    rec.require_samples(&report)?;
+    let report = rec.requested_report(&args.request(), &mut symbolizer)?;
     Ok((report, rec.ctx.sidecar.clone()))
 }
 
-/// Top-down from the PMU counts in the recording's sidecar `sc` (what `spelunk record
-/// --emulate` writes), for the HTML page when no `--topdown` file is given. A recording
-/// without counts has none; a failure is reported and the page is written without the section.
+/// Top-down from the PMU counts in the recording's sidecar `sc`, for the HTML page when no
+/// `--topdown` file is given; a failure is reported and the page is written without it.
 fn sidecar_topdown(sc: &Sidecar, file: &Path) -> Option<Topdown> {
-    if sc.counters.totals.is_empty() {
-        return None;
-    }
-    let path = Sidecar::path_for(file);
-    // As `spelunk topdown --import FILE --per-phase` computes it.
-    let opts = SidecarTopdown {
-        per_phase: true,
-        ..SidecarTopdown::default()
-    };
-    let computed = spelunk_pmu::sidecar::topdown(sc, &path.display().to_string(), &opts)
+    let computed = page_topdown(sc, file)?
         .map_err(anyhow::Error::from)
         .and_then(|r| Ok(Topdown::from_report(&r)?));
-    match computed {
-        Ok(t) => Some(t),
-        Err(e) => {
-            eprintln!("spelunk report: top-down section left out: {e:#}");
-            None
-        }
-    }
-}
-
-/// Reads the output of `spelunk topdown --json` for the HTML page.
-fn read_topdown(path: &Path) -> anyhow::Result<Topdown> {
-    let text = spelunk_fsio::read_to_string_bounded(path, 256 << 20)
-        .with_context(|| format!("reading top-down results {}", path.display()))?;
-    Ok(Topdown::from_json(&text, &path.display().to_string())?)
+    computed
+        .map_err(|e| eprintln!("spelunk report: top-down section left out: {e:#}"))
+        .ok()
 }
 
 /// Writes the HTML page (with top-down results, when given) to `out`.
 fn write_html(report: &Report, topdown: Option<&Topdown>, out: &Path) -> anyhow::Result<()> {
-    let page = render_html(report, topdown)?;
-    spelunk_fsio::write_atomic(out, page.as_bytes())
-        .with_context(|| format!("writing {}", out.display()))?;
-    let what = match &report.timelines {
-        Some(t) if !t.spe => "timelines only".to_string(),
-        _ => format!("{} samples", report.recording.samples_selected),
-    };
+    let what = write_report_page(report, topdown, out)?;
     eprintln!(
         "spelunk report: wrote {} ({what}; open it in a browser, it needs no network)",
         out.display()
     );
     Ok(())
-}
-
-/// The sidecar to read when the recording is its timelines alone (`spelunk record --no-spe`):
-/// FILE itself when it is a `.spelunk.json`, or FILE's sidecar when FILE does not exist.
-fn timelines_only_sidecar(file: &Path) -> Option<PathBuf> {
-    if file.to_string_lossy().ends_with(".spelunk.json") {
-        return Some(file.to_path_buf());
-    }
-    let sidecar = Sidecar::path_for(file);
-    (!file.exists() && sidecar.exists()).then_some(sidecar)
 }
 
 /// `spelunk report` of a recording without samples (`--no-spe`, or the runtime's logs alone):
@@ -236,19 +175,7 @@ fn run_timelines_only(args: &ReportArgs, sc: Sidecar, file: &str) -> anyhow::Res
              need samples"
         );
     }
-    let file = file.to_string();
-    let Some(mut report) = spelunk_analysis::timelines::timelines_report(&sc, &file) else {
-        bail!(
-            "{file}: this sidecar has no timelines (no config.timeline_clock, no capacity), and \
-             a sidecar alone holds no samples: give the perf.data it belongs to"
-        );
-    };
-    // What reading the sidecar dropped is damage like a recording's.
-    report
-        .recording
-        .losses
-        .problems
-        .extend(sc.problems.iter().cloned());
+    let report = timelines_only_report(&sc, file)?;
     if let Some(out) = &args.html {
         write_html(&report, None, out)?;
     }
@@ -256,16 +183,11 @@ fn run_timelines_only(args: &ReportArgs, sc: Sidecar, file: &str) -> anyhow::Res
         let text = serde_json::to_string_pretty(&report).context("serialising the report")?;
         println!("{text}");
     } else if args.html.is_none() {
-        print!(
-            "{}",
-            render(
-                &report,
-                &TextOptions {
-                    by: HotspotsBy::Function,
-                    rows: args.limit
-                }
-            )
-        );
+        let opts = TextOptions {
+            by: HotspotsBy::Function,
+            rows: args.limit,
+        };
+        print!("{}", render(&report, &opts));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -273,10 +195,7 @@ fn run_timelines_only(args: &ReportArgs, sc: Sidecar, file: &str) -> anyhow::Res
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     if let Some(sidecar) = timelines_only_sidecar(&args.file) {
         let inputs = [sidecar.as_path()];
-        crate::common::guard_outputs(
-            &inputs,
-            &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-        )?;
+        crate::common::guard_outputs(&inputs, args.html.as_deref())?;
         let sc = Sidecar::read(&sidecar)?;
         return run_timelines_only(&args, sc, &sidecar.display().to_string());
     }
@@ -301,11 +220,8 @@ pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
     let [data, sidecar] = crate::common::recording_inputs(&args.file);
     let mut inputs = vec![data.as_path(), sidecar.as_path()];
     inputs.extend(args.topdown.as_deref());
-    crate::common::guard_outputs(
-        &inputs,
-        &args.html.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
-    let mut topdown = args.topdown.as_deref().map(read_topdown).transpose()?;
+    crate::common::guard_outputs(&inputs, args.html.as_deref())?;
+    let mut topdown = args.topdown.as_deref().map(Topdown::read).transpose()?;
     let (report, sidecar) = build_report(&args)?;
     if let Some(out) = &args.html {
         if topdown.is_none() {

@@ -1,21 +1,17 @@
 //! `spelunk topdown`: top-down methodology from PMU counters. Wiring only: catalogs, detection,
-//! scheduling, live counting (spelunk_pmu::live) and evaluation are in spelunk-pmu, rendering
+//! scheduling, live counting (spelunk_pmu::live), evaluation and the import flows
+//! (spelunk_pmu::flow) are in spelunk-pmu, the emulated run in spelunk_record::flow, rendering
 //! in spelunk_report::topdown_text; the syscalls are spelunk_perf::counting.
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 use spelunk_perf::counting::LinuxPerfSys;
 use spelunk_perf::sidecar::Sidecar;
-use spelunk_pmu::catalog::{self, Catalog, Choice};
-use spelunk_pmu::compute::{Selection, StageFilter};
-use spelunk_pmu::detect::parse_cpu_list;
-use spelunk_pmu::import::{parse_perf_stat, ImportInput};
-use spelunk_pmu::live::{CountTarget, CpuList, LiveOptions, LivePlan};
-use spelunk_pmu::report::{import_report, ImportOptions, Report, Source};
-use spelunk_pmu::sidecar::{self, SidecarTopdown};
-use spelunk_record::{EmulatedRecording, EmulatorInstall, EmulatorOptions, Output};
+use spelunk_pmu::compute::StageFilter;
+use spelunk_pmu::flow::{LiveTarget, TopdownRequest};
+use spelunk_pmu::live::LivePlan;
+use spelunk_record::flow::{emulated_topdown, EmulatedTopdown};
 use spelunk_report::topdown_text;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -184,6 +180,27 @@ pub struct TopdownArgs {
     pub command: Vec<String>,
 }
 
+impl TopdownArgs {
+    /// The flags as spelunk-pmu's request.
+    fn request(&self) -> TopdownRequest {
+        TopdownRequest {
+            cpu_model: self.cpu.clone(),
+            spec: self.spec.clone(),
+            stage: match self.stage {
+                StageArg::One => StageFilter::One,
+                StageArg::Two => StageFilter::Two,
+                StageArg::All => StageFilter::All,
+            },
+            groups: self.groups.clone(),
+            nodes: self.nodes.clone(),
+            interval_ms: self.interval_ms,
+            per_cpu: self.per_cpu,
+            per_phase: self.per_phase,
+            slots: self.slots,
+        }
+    }
+}
+
 pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
     // --import of a perf.data reads the sidecar next to it: that is an input too.
     let import_sidecar = args.import.as_deref().map(Sidecar::path_for);
@@ -191,30 +208,37 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
         .into_iter()
         .filter_map(|p| p.as_deref())
         .collect();
-    crate::common::guard_outputs(
-        &inputs,
-        &args.output.iter().map(|p| p.as_path()).collect::<Vec<_>>(),
-    )?;
+    crate::common::guard_outputs(&inputs, args.output.as_deref())?;
+    let req = args.request();
     if args.list {
-        let choice =
-            explicit_catalog(&args)?.context("--list needs --cpu-model NAME or --spec FILE")?;
-        print!("{}", topdown_text::render_catalog(&choice.catalog));
+        print!("{}", topdown_text::render_catalog(&req.listed_catalog()?));
         return Ok(ExitCode::SUCCESS);
     }
-    if args.per_phase && !args.emulate && args.import.is_none() {
-        bail!(
-            "--per-phase needs phase annotations, which live counting does not see: use \
-             --emulate, or --import a recording's sidecar"
-        );
-    }
     let (report, code) = if let Some(file) = &args.import {
-        (import(&args, file)?, ExitCode::SUCCESS)
+        (req.import(file)?, 0)
     } else if args.emulate {
-        emulate(&args)?
+        let run = EmulatedTopdown {
+            command: args.command.clone(),
+            cmdline: std::env::args().collect(),
+            emulator_opts: args.emulator_opts.clone(),
+            record: args.record.clone(),
+            keep_trace: args.keep_trace,
+        };
+        emulated_topdown(&req, &run, &mut |l| eprintln!("spelunk topdown: {l}"))?
     } else {
-        let options = live_options(&args)?;
+        req.check_live()?;
+        let options = req.live_options(&LiveTarget {
+            command: args.command.clone(),
+            cpus: args.cpus.clone(),
+            all_cpus: args.all_cpus,
+            pid: args.pid,
+            duration_s: args.duration,
+            multiplex: !args.no_multiplex,
+            counters: args.counters,
+            sysfs_root: args.sysfs_root.clone(),
+        })?;
         let plan = LivePlan::new(&options, &LinuxPerfSys)?;
-        (plan.count(&LinuxPerfSys)?, ExitCode::SUCCESS)
+        (plan.count(&LinuxPerfSys)?, 0)
     };
     let out = if args.json {
         topdown_text::render_json(&report) + "\n"
@@ -228,182 +252,7 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing the report to {}", path.display()))?,
         None => print!("{out}"),
     }
-    Ok(code)
-}
-
-fn stage(args: &TopdownArgs) -> StageFilter {
-    match args.stage {
-        StageArg::One => StageFilter::One,
-        StageArg::Two => StageFilter::Two,
-        StageArg::All => StageFilter::All,
-    }
-}
-
-/// The live run the flags ask for. A `-C` list and the catalog are checked here, before any
-/// counting starts.
-fn live_options(args: &TopdownArgs) -> anyhow::Result<LiveOptions> {
-    let target = match (&args.cpus, args.all_cpus, args.pid) {
-        (Some(spec), _, _) => CountTarget::Cpus(CpuList {
-            cpus: parse_cpu_list(spec)
-                .with_context(|| format!("-C {spec}: not a CPU list like 0-3,8"))?,
-            spec: spec.clone(),
-        }),
-        (None, true, _) => CountTarget::AllCpus,
-        (None, false, Some(pid)) => CountTarget::Process(pid),
-        (None, false, None) => CountTarget::Command,
-    };
-    Ok(LiveOptions {
-        command: args.command.clone(),
-        target,
-        interval_ms: args.interval_ms,
-        duration_s: args.duration,
-        multiplex: !args.no_multiplex,
-        counters: args.counters,
-        slots: args.slots,
-        stage: stage(args),
-        groups: args.groups.clone(),
-        nodes: args.nodes.clone(),
-        sysfs_root: args.sysfs_root.clone(),
-        catalog: explicit_catalog(args)?,
-    })
-}
-
-/// Largest `perf stat` output, catalog or report JSON read whole (far above any real one).
-const MAX_TEXT_INPUT_BYTES: u64 = 256 << 20;
-
-fn explicit_catalog(args: &TopdownArgs) -> anyhow::Result<Option<Choice>> {
-    if let Some(spec) = &args.spec {
-        let json = spelunk_fsio::read_to_string_bounded(spec, MAX_TEXT_INPUT_BYTES)
-            .with_context(|| format!("reading --spec {}", spec.display()))?;
-        let name = spec
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_string())
-            .unwrap_or_else(|| "spec".into());
-        let catalog = Catalog::from_spec_json(&json, &name, &spec.display().to_string(), false)?;
-        return Ok(Some(Choice {
-            catalog,
-            note: None,
-        }));
-    }
-    match &args.cpu {
-        Some(n) => Ok(Some(catalog::by_name(n)?)),
-        None => Ok(None),
-    }
-}
-
-fn import(args: &TopdownArgs, file: &Path) -> anyhow::Result<Report> {
-    let name = file.display().to_string();
-    match ImportInput::read(file).context("--import")? {
-        ImportInput::PerfStat(text) => {
-            let choice = explicit_catalog(args)?.context(
-                "--import of perf stat output needs the CPU the counts were taken on: --cpu-model NAME \
-                 (e.g. neoverse-n1) or --spec FILE",
-            )?;
-            if args.per_phase {
-                bail!("--per-phase: {name} is perf stat output, which has no phases (sidecars do)");
-            }
-            let imported = parse_perf_stat(&text, &name, &choice.catalog)?;
-            let sel = Selection::resolve(&choice.catalog, stage(args), &args.groups, &args.nodes)?;
-            Ok(import_report(
-                &imported,
-                &choice.catalog,
-                &sel,
-                ImportOptions {
-                    file: &name,
-                    per_scope: args.per_cpu,
-                    per_phase: false,
-                    slots: args.slots,
-                    notes: choice.note.into_iter().collect(),
-                },
-            ))
-        }
-        ImportInput::Sidecar(sc, path) => sidecar_report(args, &sc, &path),
-    }
-}
-
-/// The report of a sidecar's counters with the flags' catalog, selection, scopes and interval.
-fn sidecar_report(args: &TopdownArgs, sc: &Sidecar, path: &Path) -> anyhow::Result<Report> {
-    let opts = SidecarTopdown {
-        catalog: explicit_catalog(args)?,
-        interval_ns: args
-            .interval_ms
-            .map(|ms| (ms * 1e6).round().max(1.0) as u64),
-        stage: stage(args),
-        groups: args.groups.clone(),
-        nodes: args.nodes.clone(),
-        per_core: args.per_cpu,
-        per_phase: args.per_phase,
-        slots: args.slots,
-    };
-    Ok(sidecar::topdown(sc, &path.display().to_string(), &opts)?)
-}
-
-/// `--emulate`: runs the command under the emulator (as `spelunk record --emulate` does),
-/// converts its trace into a perf.data plus sidecar, and reports the sidecar's counts. Returns
-/// the report and the program's exit status as the exit code.
-fn emulate(args: &TopdownArgs) -> anyhow::Result<(Report, ExitCode)> {
-    if args.command.is_empty() {
-        bail!("--emulate needs the command to run after `--`");
-    }
-    let install = EmulatorInstall::locate()?;
-    let options = EmulatorOptions {
-        extra: args.emulator_opts.clone(),
-        ..EmulatorOptions::default()
-    };
-    // The recording: where the user asked, else a private directory removed afterwards.
-    let output = match &args.record {
-        Some(p) => {
-            if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-                if !dir.is_dir() {
-                    bail!("--record {}: no such directory", p.display());
-                }
-            }
-            Output::At {
-                perf_data: p.clone(),
-                keep_trace: args.keep_trace,
-            }
-        }
-        None => Output::Scratch,
-    };
-    let command: Vec<OsString> = args.command.iter().map(OsString::from).collect();
-    eprintln!(
-        "spelunk topdown: running {} under the emulated Neoverse N1 (Valgrind; expect the \
-         program to run ~100x slower than natively)",
-        args.command[0]
-    );
-    let cmdline: Vec<String> = std::env::args().collect();
-    let rec = EmulatedRecording::run(&install, &options, output, &command, &cmdline, |l| {
-        eprintln!("spelunk topdown: valgrind: {l}")
-    })?;
-    let conv = &rec.conversion;
-    for w in &conv.warnings {
-        eprintln!("spelunk topdown: warning: {w}");
-    }
-    let sc = Sidecar::read(&conv.sidecar)?;
-    let mut report = sidecar_report(args, &sc, &conv.sidecar)
-        .with_context(|| format!("{} exited with {}", args.command[0], rec.exit))?;
-    report.source = Source {
-        kind: "emulated".into(),
-        detail: format!("{} ({})", args.command.join(" "), sidecar::describe(&sc)),
-    };
-    if !rec.exit.success() {
-        report
-            .notes
-            .push(format!("the command exited with {}", rec.exit));
-    }
-    if let Some(p) = &args.record {
-        eprintln!(
-            "spelunk topdown: kept the recording {} and {}{}",
-            p.display(),
-            conv.sidecar.display(),
-            if args.keep_trace {
-                format!(" and {}", rec.trace.display())
-            } else {
-                String::new()
-            }
-        );
-    }
-    Ok((report, ExitCode::from(rec.exit.code())))
+    Ok(ExitCode::from(code))
 }
 
 #[cfg(test)]
@@ -436,7 +285,9 @@ mod tests {
         let err = format!("{:#}", run(a).unwrap_err());
         assert!(err.contains("missing.csv"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
-        let c = catalog::by_name("neoverse-v2").unwrap().catalog;
+        let c = spelunk_pmu::catalog::by_name("neoverse-v2")
+            .unwrap()
+            .catalog;
         let l = topdown_text::render_catalog(&c);
         assert!(l.contains("Topdown_L1 [stage 1]"), "{l}");
         assert!(l.contains("SLOTS"), "{l}");

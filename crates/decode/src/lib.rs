@@ -9,11 +9,13 @@
 
 pub mod perf;
 pub mod pipeline;
+mod segments;
 pub mod threads;
 
 pub use perf::{plan_from_perf, ContainerLosses};
 pub use pipeline::{
-    decode, decode_map, first_time_ns, AuxChunkDesc, AuxSource, DecodeOptions, DecodeOutcome,
-    DecodePlan, PipelineError, SampleContext, SampleMap, StreamDesc, StreamOutcome, TimeConvFn,
+    decode, decode_map, first_time_ns, helpers_per_stream, map_helpers, AuxChunkDesc, AuxSource,
+    DecodeOptions, DecodeOutcome, DecodePlan, PipelineError, SampleContext, SampleMap, StreamDesc,
+    StreamOutcome, TimeConvFn, MAX_HELPERS_PER_STREAM,
 };
 pub use threads::{SwitchIn, ThreadTimeline};

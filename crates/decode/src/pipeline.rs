@@ -10,7 +10,15 @@
 //! Why a thread per stream rather than a fixed pool: the merge needs the head of every stream;
 //! a pool smaller than the number of streams could have all its threads blocked on full channels
 //! while the merge waits for a stream that is not scheduled.
+//!
+//! With fewer streams than cores (a program recorded on one CPU has one AUX stream), a stream's
+//! worker gets helper threads: the worker decodes and places records in context, and hands
+//! each full batch of records to a helper to map (attribution, aggregation: most of a report's
+//! per-record work), or maps it itself when every helper is busy. The merge receives the
+//! batches in stream order, each as soon as its map is done, so the items and their order are
+//! those of a single worker ([`SampleMap::fork`]).
 
+use crate::segments::{self, SegmentReader};
 use crate::threads::ThreadTimeline;
 use spelunk_spe::{DecodeIssue, DecodeStats, RecordDecoder, SpeRecord, SpeSample};
 use std::cmp::Reverse;
@@ -65,6 +73,9 @@ pub struct DecodeOptions {
     pub buffer_budget_bytes: usize,
     /// Incremented with the bytes each worker has decoded (for progress bars).
     pub progress: Option<Arc<AtomicU64>>,
+    /// Helper threads mapping records for each stream whose map can fork ([`SampleMap::fork`]);
+    /// `None`: [`map_helpers`] of the machine's cores.
+    pub helpers_per_stream: Option<usize>,
 }
 
 impl Default for DecodeOptions {
@@ -73,6 +84,7 @@ impl Default for DecodeOptions {
             piece_bytes: 1 << 20,
             buffer_budget_bytes: 64 << 20,
             progress: None,
+            helpers_per_stream: None,
         }
     }
 }
@@ -141,7 +153,7 @@ fn check_streams<E: std::error::Error>(plan: &DecodePlan) -> Result<(), Pipeline
 
 /// The read buffer a stream needs: a piece, or less when its largest AUX chunk is smaller
 /// (a recording of many CPUs has many small streams; each buffer is zeroed when made).
-fn piece_buffer(stream: &StreamDesc, opts: &DecodeOptions) -> Vec<u8> {
+pub(crate) fn piece_buffer(stream: &StreamDesc, opts: &DecodeOptions) -> Vec<u8> {
     let largest = stream.chunks.iter().map(|c| c.size).max().unwrap_or(0);
     let len = usize::try_from(largest).map_or(opts.piece_bytes, |l| l.min(opts.piece_bytes));
     vec![0u8; len.max(1)]
@@ -151,8 +163,10 @@ const CHANNEL_DEPTH: usize = 2;
 const MIN_BATCH: usize = 256;
 const MAX_BATCH: usize = 16 * 1024;
 
-fn batch_records(streams: usize, budget: usize, item_bytes: usize) -> usize {
-    let per = budget / (streams.max(1) * (CHANNEL_DEPTH + 2) * (item_bytes + 8).max(1));
+/// Records per batch, so that the batches in flight stay within `budget`: per decoding thread,
+/// the merge's channel, the batch being filled and the one being read.
+fn batch_records(threads: usize, budget: usize, item_bytes: usize) -> usize {
+    let per = budget / (threads.max(1) * (CHANNEL_DEPTH + 2) * (item_bytes + 8).max(1));
     per.clamp(MIN_BATCH, MAX_BATCH)
 }
 
@@ -174,6 +188,45 @@ pub trait SampleMap: Send {
     /// Also called once when the worker panics, inside a run or not.
     #[inline]
     fn end(&mut self) {}
+    /// Another map for this stream, for a helper thread that maps some of the stream's batches
+    /// while the worker decodes the next ones (see the module doc). An item must not depend on
+    /// which of a stream's maps made it. `None` (the default): the worker maps every record.
+    fn fork(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Takes back a fork's state after the decode (e.g. adds its counts to this map's).
+    fn join(&mut self, _fork: Self)
+    where
+        Self: Sized,
+    {
+    }
+}
+
+/// Most helper threads a stream's worker gets: one worker decodes a stream about three times as
+/// fast as one thread maps a report's records, so more would wait.
+pub const MAX_HELPERS_PER_STREAM: usize = 3;
+
+/// Helper threads per stream when `streams` streams are decoded on `cores` cores: the cores
+/// the workers leave idle, shared among the streams, at most [`MAX_HELPERS_PER_STREAM`].
+pub fn map_helpers(streams: usize, cores: usize) -> usize {
+    if streams == 0 {
+        return 0;
+    }
+    (cores.saturating_sub(streams) / streams).min(MAX_HELPERS_PER_STREAM)
+}
+
+/// The helpers each stream of `plan` gets under `opts` ([`DecodeOptions::helpers_per_stream`] or
+/// [`map_helpers`] of the machine's cores), for maps that fork. A caller sharing state among
+/// the maps (a pool of aggregates) can size it for `streams × (1 + this)` threads mapping at once.
+pub fn helpers_per_stream(plan: &DecodePlan, opts: &DecodeOptions) -> usize {
+    let env = || std::env::var("SPELUNK_DECODE_HELPERS").ok()?.parse().ok();
+    opts.helpers_per_stream.or_else(env).unwrap_or_else(|| {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        map_helpers(plan.streams.len(), cores)
+    })
 }
 
 /// Where and when a record was sampled: an [`SpeSample`] without its record.
@@ -215,7 +268,7 @@ type RunningSpan = (u64, u64, Option<(u32, u32)>);
 /// Places records in context (time, thread, process), caching the last thread-timeline answer:
 /// records of a stream come in time order, so consecutive lookups almost always fall in the
 /// same scheduling interval and the same thread.
-struct Attributor<'a> {
+pub(crate) struct Attributor<'a> {
     stream: &'a StreamDesc,
     plan: &'a DecodePlan,
     /// Last `running` answer for this stream's CPU and the time range it holds for.
@@ -225,7 +278,7 @@ struct Attributor<'a> {
 }
 
 impl<'a> Attributor<'a> {
-    fn new(stream: &'a StreamDesc, plan: &'a DecodePlan) -> Self {
+    pub(crate) fn new(stream: &'a StreamDesc, plan: &'a DecodePlan) -> Self {
         Attributor {
             stream,
             plan,
@@ -260,7 +313,7 @@ impl<'a> Attributor<'a> {
 
     /// Places a record in context: time, thread, process.
     #[inline]
-    fn attribute(&mut self, r: &SpeRecord) -> SampleContext {
+    pub(crate) fn attribute(&mut self, r: &SpeRecord) -> SampleContext {
         let stream = self.stream;
         let time_ns = match (&self.plan.time_conv, r.timestamp) {
             (Some(tc), Some(ts)) => Some(tc(ts)),
@@ -293,16 +346,20 @@ impl<'a> Attributor<'a> {
 /// Items of one stream in stream order, with their merge keys: the sample's time, or for
 /// samples without one the key of the stream's previous timed sample (so untimed samples keep
 /// their stream position).
-struct Batch<T> {
-    keys: Vec<u64>,
-    items: Vec<T>,
+pub(crate) struct Batch<T> {
+    pub keys: Vec<u64>,
+    pub items: Vec<T>,
+    /// The first `unkeyed` items take the key of the stream's item before them (set by the
+    /// merge): untimed records at the start of a segment (crate::segments).
+    pub unkeyed: usize,
 }
 
 impl<T> Batch<T> {
-    fn with_capacity(n: usize) -> Self {
+    pub(crate) fn with_capacity(n: usize) -> Self {
         Batch {
             keys: Vec::with_capacity(n),
             items: Vec::with_capacity(n),
+            unkeyed: 0,
         }
     }
 }
@@ -324,7 +381,7 @@ struct WorkerResult {
 /// Reads `stream`'s chunks in file order, in pieces of at most `buf.len()` bytes, telling
 /// `dec` where a chunk does not continue the previous one; `piece` gets each piece and its file
 /// offset and returns whether to go on. A failed read stops with its (offset, length, error).
-fn read_pieces<S: AuxSource>(
+pub(crate) fn read_pieces<S: AuxSource>(
     src: &S,
     stream: &StreamDesc,
     buf: &mut [u8],
@@ -349,6 +406,115 @@ fn read_pieces<S: AuxSource>(
     Ok(())
 }
 
+/// A batch the merge has finished with, or a new one.
+pub(crate) fn recycled<T>(free: &Receiver<Batch<T>>, batch_len: usize) -> Batch<T> {
+    match free.try_recv() {
+        Ok(mut b) => {
+            b.keys.clear();
+            b.items.clear();
+            b.unkeyed = 0;
+            b
+        }
+        Err(_) => Batch::with_capacity(batch_len),
+    }
+}
+
+/// How a part of a stream ended (see [`decode_part`]).
+pub(crate) enum PartEnd {
+    /// Every record was decoded and handed on.
+    Done,
+    /// The merge stopped taking batches.
+    Stopped,
+    /// A read failed: (file offset, length, error); the records before it were handed on.
+    ReadError(u64, usize, std::io::Error),
+}
+
+/// What [`decode_part`] works with besides the bytes: the stream's context, the map, and
+/// where batches go.
+pub(crate) struct PartSink<'a, 'p, M: SampleMap, F: FnMut(Batch<M::Item>) -> bool> {
+    pub att: &'a mut Attributor<'p>,
+    pub map: &'a mut M,
+    pub free: &'a Receiver<Batch<M::Item>>,
+    pub batch_len: usize,
+    /// Adds decoded bytes to the progress counter.
+    pub progress: Option<&'a AtomicU64>,
+    /// Hands a full batch on; false when the merge has stopped.
+    pub send: F,
+}
+
+/// Decodes `part` (a stream, or a segment of one: see crate::segments) with `dec`: each
+/// record placed in context and mapped, in batches of `batch_len` handed to `send`, the last
+/// one partial. Keys: a timed record's time; an untimed one takes the key of the part's
+/// previous timed record, or, before the part's first, `prev_key` when given (a whole stream:
+/// 0) else none, left to the merge (`Batch::unkeyed`: a segment does not know the key of the
+/// previous segment's last record).
+pub(crate) fn decode_part<S: AuxSource, M: SampleMap, F: FnMut(Batch<M::Item>) -> bool>(
+    src: &S,
+    part: &StreamDesc,
+    dec: &mut RecordDecoder,
+    buf: &mut [u8],
+    prev_key: Option<u64>,
+    sink: &mut PartSink<'_, '_, M, F>,
+) -> PartEnd {
+    let PartSink {
+        att,
+        map,
+        free,
+        batch_len,
+        progress,
+        send,
+    } = sink;
+    let batch_len = *batch_len;
+    let mut batch = Batch::with_capacity(batch_len);
+    let mut last_key = prev_key;
+    let mut stopped = false;
+    let read = read_pieces(src, part, buf, dec, |dec, piece, at| {
+        map.begin();
+        dec.feed_each(piece, at, |r| {
+            if stopped {
+                return;
+            }
+            let c = att.attribute(r);
+            if let Some(t) = c.time_ns {
+                last_key = Some(t);
+            }
+            match last_key {
+                Some(k) => batch.keys.push(k),
+                None => {
+                    batch.keys.push(0);
+                    batch.unkeyed += 1;
+                }
+            }
+            batch.items.push(map.map(r, &c));
+            if batch.items.len() >= batch_len {
+                // Reuse a batch the merge has finished with (no fresh pages to fault in).
+                let full = std::mem::replace(&mut batch, recycled(free, batch_len));
+                // The send blocks while the merge waits on other streams: nothing shared
+                // may be held meanwhile (see SampleMap::end).
+                map.end();
+                stopped = !send(full);
+                map.begin();
+            }
+        });
+        map.end();
+        if let Some(p) = progress {
+            p.fetch_add(piece.len() as u64, Ordering::Relaxed);
+        }
+        !stopped // false: the merge stopped (sink error)
+    });
+    if stopped {
+        return PartEnd::Stopped;
+    }
+    // What was decoded goes on, also before a failed read.
+    if !batch.items.is_empty() && !send(batch) {
+        return PartEnd::Stopped;
+    }
+    match read {
+        Ok(()) => PartEnd::Done,
+        Err((offset, len, error)) => PartEnd::ReadError(offset, len, error),
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn worker<S: AuxSource, M: SampleMap>(
     src: &S,
@@ -363,61 +529,25 @@ fn worker<S: AuxSource, M: SampleMap>(
     let mut dec = RecordDecoder::new();
     let mut att = Attributor::new(stream, plan);
     let mut buf = piece_buffer(stream, opts);
-    let mut batch = Batch::with_capacity(batch_len);
-    let mut last_key = 0u64;
-    let mut stopped = false;
-    let done = |dec: RecordDecoder| WorkerResult {
+    let mut sink = PartSink {
+        att: &mut att,
+        map,
+        free: &free,
+        batch_len,
+        progress: opts.progress.as_deref(),
+        send: |b| tx.send(Msg::Batch(b)).is_ok(),
+    };
+    match decode_part(src, stream, &mut dec, &mut buf, Some(0), &mut sink) {
+        PartEnd::Done => dec.finish(),
+        PartEnd::Stopped => {}
+        PartEnd::ReadError(offset, len, error) => {
+            let _ = tx.send(Msg::ReadError { offset, len, error });
+        }
+    }
+    WorkerResult {
         stats: *dec.stats(),
         issues: dec.issues().to_vec(),
-    };
-    let read = read_pieces(src, stream, &mut buf, &mut dec, |dec, piece, at| {
-        map.begin();
-        dec.feed_each(piece, at, |r| {
-            if stopped {
-                return;
-            }
-            let c = att.attribute(r);
-            if let Some(t) = c.time_ns {
-                last_key = t;
-            }
-            batch.keys.push(last_key);
-            batch.items.push(map.map(r, &c));
-            if batch.items.len() >= batch_len {
-                // Reuse a batch the merge has finished with (no fresh pages to fault in).
-                let next = match free.try_recv() {
-                    Ok(mut b) => {
-                        b.keys.clear();
-                        b.items.clear();
-                        b
-                    }
-                    Err(_) => Batch::with_capacity(batch_len),
-                };
-                let full = std::mem::replace(&mut batch, next);
-                // The send blocks while the merge waits on other streams: nothing shared
-                // may be held meanwhile (see SampleMap::end).
-                map.end();
-                stopped = tx.send(Msg::Batch(full)).is_err();
-                map.begin();
-            }
-        });
-        map.end();
-        if let Some(p) = &opts.progress {
-            p.fetch_add(piece.len() as u64, Ordering::Relaxed);
-        }
-        !stopped // false: the merge stopped (sink error)
-    });
-    if let Err((offset, len, error)) = read {
-        let _ = tx.send(Msg::ReadError { offset, len, error });
-        return done(dec);
     }
-    if stopped {
-        return done(dec);
-    }
-    dec.finish();
-    if !batch.items.is_empty() {
-        let _ = tx.send(Msg::Batch(batch));
-    }
-    done(dec)
 }
 
 /// The time of the first timed sample [`decode`] hands to its sink, or None when no sample
@@ -487,11 +617,23 @@ pub fn first_time_ns<S: AuxSource>(
     Ok(min)
 }
 
+/// Where the merge gets a stream's batches from.
+enum Feed<T> {
+    /// The stream's worker.
+    Worker {
+        rx: Receiver<Msg<T>>,
+        free: Sender<Batch<T>>,
+    },
+    /// The stream's segments, decoded by its worker and helpers (crate::segments).
+    Segments(SegmentReader<T>),
+}
+
 struct Head<T> {
-    rx: Receiver<Msg<T>>,
-    free: Sender<Batch<T>>,
+    feed: Feed<T>,
     batch: Batch<T>,
     pos: usize,
+    /// The key of the stream's last item handed out (for a batch's unkeyed items).
+    last_key: u64,
 }
 
 /// Decodes every stream of `plan` from `src`, calling `sink` with each sample in time order
@@ -530,46 +672,130 @@ where
 {
     assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
     check_streams(plan)?;
+    // A stream with helpers is cut into segments (crate::segments): its worker and helpers
+    // decode them in turn, each with a map of its own, from the starts a framing thread finds.
+    let helpers = helpers_per_stream(plan, opts);
+    let segments: Vec<Vec<StreamDesc>> = plan
+        .streams
+        .iter()
+        .map(|s| {
+            if helpers == 0 {
+                return Vec::new();
+            }
+            let segs = segments::split(s, opts.piece_bytes as u64);
+            if segs.len() < 2 {
+                Vec::new()
+            } else {
+                segs
+            }
+        })
+        .collect();
+    let mut forks: Vec<Vec<M>> = maps
+        .iter()
+        .zip(&segments)
+        .map(|(m, segs)| {
+            if segs.is_empty() {
+                return Vec::new();
+            }
+            let forks: Vec<M> = (0..helpers).map_while(|_| m.fork()).collect();
+            if forks.len() == helpers {
+                forks
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    let threads_per_stream = 1 + forks.iter().map(Vec::len).max().unwrap_or(0);
+    let starts: Vec<segments::Starts> = segments
+        .iter()
+        .map(|s| segments::Starts::new(s.len()))
+        .collect();
     let batch_len = batch_records(
-        plan.streams.len(),
+        plan.streams.len() * threads_per_stream,
         opts.buffer_budget_bytes,
         std::mem::size_of::<M::Item>(),
     );
-    std::thread::scope(|scope| {
+    let spawn_error = |source| PipelineError::Spawn {
+        streams: plan.streams.len(),
+        source,
+    };
+    let result = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         let mut heads: Vec<Option<Head<M::Item>>> = Vec::new();
         let mut failure: Option<PipelineError<E>> = None;
-        for (stream, map) in plan.streams.iter().zip(maps.iter_mut()) {
-            let (tx, rx) = sync_channel(CHANNEL_DEPTH);
-            let (free_tx, free_rx) = channel();
-            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
-                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    worker(src, plan, stream, opts, batch_len, &mut *map, tx, free_rx)
-                }));
-                run.unwrap_or_else(|panic| {
-                    // Give back what the map holds (see SampleMap::end): other workers waiting
-                    // on a shared pool then finish, and the decode fails with WorkerPanicked
-                    // instead of hanging.
-                    map.end();
-                    std::panic::resume_unwind(panic)
-                })
-            });
-            match spawned {
-                Ok(h) => handles.push(h),
-                Err(source) => {
-                    // No merge then: dropping the heads below stops the started workers.
-                    failure = Some(PipelineError::Spawn {
-                        streams: plan.streams.len(),
-                        source,
-                    });
-                    break;
+        'streams: for (i, ((stream, map), forks)) in plan
+            .streams
+            .iter()
+            .zip(maps.iter_mut())
+            .zip(forks.iter_mut())
+            .enumerate()
+        {
+            let feed = if forks.is_empty() {
+                let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+                let (free_tx, free_rx) = channel();
+                let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                    giving_back_on_panic(map, |map| {
+                        Some(worker(src, plan, stream, opts, batch_len, map, tx, free_rx))
+                    })
+                });
+                match spawned {
+                    Ok(h) => handles.push((i, h)),
+                    Err(source) => {
+                        // No merge then: dropping the heads below stops the started workers.
+                        failure = Some(spawn_error(source));
+                        break 'streams;
+                    }
                 }
-            }
+                Feed::Worker { rx, free: free_tx }
+            } else {
+                let segs = &segments[i];
+                let starts = &starts[i];
+                let threads = forks.len() + 1;
+                match std::thread::Builder::new().spawn_scoped(scope, move || {
+                    let dec = segments::framing(src, stream, segs, starts, opts);
+                    Some(WorkerResult {
+                        stats: *dec.stats(),
+                        issues: dec.issues().to_vec(),
+                    })
+                }) {
+                    Ok(h) => handles.push((i, h)),
+                    Err(source) => {
+                        failure = Some(spawn_error(source));
+                        break 'streams;
+                    }
+                }
+                let mut rxs = Vec::with_capacity(threads);
+                let mut frees = Vec::with_capacity(threads);
+                let stream_maps = std::iter::once(&mut *map).chain(forks.iter_mut());
+                for (t, m) in stream_maps.enumerate() {
+                    let (tx, rx) = sync_channel(CHANNEL_DEPTH);
+                    let (free_tx, free_rx) = channel();
+                    let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
+                        giving_back_on_panic(m, |m| {
+                            segments::segment_worker(
+                                src, plan, stream, segs, starts, t, threads, opts, batch_len, m,
+                                tx, free_rx,
+                            );
+                            None
+                        })
+                    });
+                    match spawned {
+                        Ok(h) => handles.push((i, h)),
+                        Err(source) => {
+                            failure = Some(spawn_error(source));
+                            break 'streams;
+                        }
+                    }
+                    rxs.push(rx);
+                    frees.push(free_tx);
+                }
+                Feed::Segments(SegmentReader::new(segs.len(), rxs, frees))
+            };
             heads.push(Some(Head {
-                rx,
-                free: free_tx,
+                feed,
                 batch: Batch::with_capacity(0),
                 pos: 0,
+                last_key: 0,
             }));
         }
         let mut heap = BinaryHeap::new();
@@ -578,17 +804,18 @@ where
         // Pulls the next batch of a stream (blocking); false when the stream is finished.
         let refill = |head: &mut Head<M::Item>, failure: &mut Option<PipelineError<E>>| -> bool {
             loop {
-                match head.rx.recv() {
-                    Ok(Msg::Batch(b)) if b.items.is_empty() => continue,
-                    Ok(Msg::Batch(b)) => {
-                        let done = std::mem::replace(&mut head.batch, b);
-                        if done.items.capacity() > 0 {
-                            let _ = head.free.send(done);
-                        }
-                        head.pos = 0;
-                        return true;
-                    }
-                    Ok(Msg::ReadError { offset, len, error }) => {
+                let next = match &mut head.feed {
+                    Feed::Worker { rx, .. } => match rx.recv() {
+                        Ok(Msg::Batch(b)) => Ok(Some(b)),
+                        Ok(Msg::ReadError { offset, len, error }) => Err((offset, len, error)),
+                        Err(_) => Ok(None),
+                    },
+                    Feed::Segments(r) => r.next_batch(),
+                };
+                let mut next = match next {
+                    Ok(Some(b)) => b,
+                    Ok(None) => return false,
+                    Err((offset, len, error)) => {
                         if failure.is_none() {
                             *failure = Some(PipelineError::Read {
                                 name: src.name(),
@@ -599,8 +826,26 @@ where
                         }
                         return false;
                     }
-                    Err(_) => return false,
+                };
+                if next.items.is_empty() {
+                    continue;
                 }
+                if let Some(&k) = head.batch.keys.last() {
+                    head.last_key = k;
+                }
+                let unkeyed = next.unkeyed.min(next.keys.len());
+                next.keys[..unkeyed].fill(head.last_key);
+                let done = std::mem::replace(&mut head.batch, next);
+                if done.items.capacity() > 0 {
+                    match &head.feed {
+                        Feed::Worker { free, .. } => {
+                            let _ = free.send(done);
+                        }
+                        Feed::Segments(r) => r.give_back(done),
+                    }
+                }
+                head.pos = 0;
+                return true;
             }
         };
 
@@ -640,23 +885,18 @@ where
                 heads[i] = None;
             }
         }
-        // Dropping the receivers unblocks any worker still sending.
+        // Dropping the receivers unblocks any thread still sending.
         drop(heads);
         let mut outcome = DecodeOutcome {
             samples,
             ..Default::default()
         };
-        for (i, (h, stream)) in handles.into_iter().zip(&plan.streams).enumerate() {
+        let mut per_stream: Vec<Option<WorkerResult>> =
+            (0..plan.streams.len()).map(|_| None).collect();
+        for (i, h) in handles {
             match h.join() {
-                Ok(res) => {
-                    outcome.stats.add(&res.stats);
-                    outcome.issues.extend(res.issues);
-                    outcome.streams.push(StreamOutcome {
-                        cpu: stream.cpu,
-                        tid: stream.tid,
-                        stats: res.stats,
-                    });
-                }
+                Ok(Some(res)) => per_stream[i] = Some(res),
+                Ok(None) => {}
                 Err(_) => {
                     if failure.is_none() {
                         failure = Some(PipelineError::WorkerPanicked { stream: i });
@@ -664,11 +904,39 @@ where
                 }
             }
         }
+        for (i, stream) in plan.streams.iter().enumerate() {
+            if let Some(res) = per_stream[i].take() {
+                outcome.stats.add(&res.stats);
+                outcome.issues.extend(res.issues);
+                outcome.streams.push(StreamOutcome {
+                    cpu: stream.cpu,
+                    tid: stream.tid,
+                    stats: res.stats,
+                });
+            }
+        }
         outcome.issues.sort_by_key(|i| i.offset);
         match failure {
             Some(e) => Err(e),
             None => Ok(outcome),
         }
+    });
+    for (i, forks) in forks.into_iter().enumerate() {
+        for fork in forks {
+            maps[i].join(fork);
+        }
+    }
+    result
+}
+
+/// Runs `f` with `map`; if it panics, gives back what the map holds first (see
+/// SampleMap::end): other threads waiting on a shared pool then finish, and the decode fails
+/// with WorkerPanicked instead of hanging.
+fn giving_back_on_panic<M: SampleMap, R>(map: &mut M, f: impl FnOnce(&mut M) -> R) -> R {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut *map)));
+    run.unwrap_or_else(|panic| {
+        map.end();
+        std::panic::resume_unwind(panic)
     })
 }
 

@@ -408,3 +408,263 @@ fn a_worker_panicking_inside_a_run_fails_the_decode_without_a_hang() {
     );
     assert!(!maps[2].held, "the panicking worker's token was given back");
 }
+
+/// A map whose forks map on helper threads (as the report's and `decode`'s maps do), all of
+/// them sharing one token (so a helper and its worker hold it in turn), the samples
+/// themselves as items.
+struct ForkingMap<'p> {
+    token: TokenMap<'p>,
+    forks_joined: u64,
+    mapped_by_forks: u64,
+    /// A fork panics on mapping this many records.
+    fork_panic_at: Option<u64>,
+}
+
+impl<'p> ForkingMap<'p> {
+    fn new(pool: &'p TokenPool, n: usize, fork_panic_at: Option<u64>) -> Vec<Self> {
+        pool.maps(n)
+            .into_iter()
+            .map(|token| ForkingMap {
+                token,
+                forks_joined: 0,
+                mapped_by_forks: 0,
+                fork_panic_at,
+            })
+            .collect()
+    }
+}
+
+impl spelunk_decode::SampleMap for ForkingMap<'_> {
+    type Item = SpeSample;
+    fn map(&mut self, r: &SpeRecord, c: &spelunk_decode::SampleContext) -> SpeSample {
+        self.token.map(r, c);
+        c.sample(r)
+    }
+    fn begin(&mut self) {
+        self.token.begin();
+    }
+    fn end(&mut self) {
+        self.token.end();
+    }
+    fn fork(&self) -> Option<Self> {
+        let mut fork = ForkingMap::new(self.token.pool, 1, self.fork_panic_at).pop()?;
+        fork.token.panic_at = self.fork_panic_at;
+        Some(fork)
+    }
+    fn join(&mut self, fork: Self) {
+        assert!(!fork.token.held, "a fork kept the token");
+        assert_eq!(
+            fork.token.unpaired_ends, 0,
+            "a fork ended without beginning"
+        );
+        self.forks_joined += 1;
+        self.mapped_by_forks += fork.token.mapped;
+    }
+}
+
+/// One stream of `n` synthetic records in chunks of `chunk` bytes, with a timer when `timed`.
+fn one_stream(
+    seed: u64,
+    n: usize,
+    chunk: usize,
+    timed: bool,
+) -> (Vec<SpeRecord>, MemFile, DecodePlan) {
+    let records = synth(seed, n, Some(5), if timed { 1_000 } else { 0 });
+    let (file, descs) = layout(std::slice::from_ref(&records), chunk);
+    let time_conv: Option<spelunk_decode::TimeConvFn> = if timed {
+        Some(Arc::new(|ticks| ticks))
+    } else {
+        None
+    };
+    let plan = DecodePlan {
+        streams: descs,
+        time_conv,
+        threads: ThreadTimeline::new(),
+    };
+    (records, file, plan)
+}
+
+/// With helper threads mapping a stream's batches (one stream, as a program recorded on one
+/// CPU has, and six interleaved ones), the sink gets exactly the samples, in exactly the order,
+/// that a decode without helpers gives; every record is mapped once, by the worker or a helper;
+/// every fork is joined back.
+#[test]
+fn helpers_keep_every_sample_in_order() {
+    let (records, file1, one_plan) = one_stream(7, 20000, 1000, true);
+    let one = vec![records];
+    let (six, file6, six_plan, _) = six_interleaved_streams();
+    for (streams, file, plan) in [(&one, &file1, &one_plan), (&six, &file6, &six_plan)] {
+        let small = DecodeOptions {
+            piece_bytes: 4096,
+            buffer_budget_bytes: 1,
+            helpers_per_stream: Some(0),
+            ..Default::default()
+        };
+        let (want, _) = collect(file, plan, &small);
+        assert_eq!(want.len(), streams.iter().map(Vec::len).sum::<usize>());
+        for helpers in [1, 2, 3] {
+            let opts = DecodeOptions {
+                helpers_per_stream: Some(helpers),
+                ..small.clone()
+            };
+            let pool = TokenPool::new();
+            let mut maps = ForkingMap::new(&pool, streams.len(), None);
+            let mut got = Vec::with_capacity(want.len());
+            let outcome = spelunk_decode::decode_map(file, plan, &opts, &mut maps, |s| {
+                got.push(*s);
+                Ok::<(), std::io::Error>(())
+            })
+            .unwrap();
+            assert_eq!(outcome.samples, want.len() as u64);
+            assert!(got == want, "{helpers} helpers: samples differ");
+            for (m, recs) in maps.iter().zip(streams.iter()) {
+                assert_eq!(m.forks_joined, helpers as u64);
+                // Each record is decoded and mapped once, by the worker or a helper.
+                assert_eq!(m.token.mapped + m.mapped_by_forks, recs.len() as u64);
+                // The stream has many segments, taken in turn.
+                assert!(m.mapped_by_forks > 0, "the helpers mapped nothing");
+                assert!(!m.token.held);
+            }
+            assert!(pool.is_free(), "the token is back");
+            assert!(!pool.timed_out.load(Ordering::Relaxed));
+        }
+    }
+}
+
+/// A helper that panics while it holds the token: the decode fails with WorkerPanicked for
+/// its stream, and nobody waits for the token in vain.
+#[test]
+fn a_helper_panicking_fails_the_decode_without_a_hang() {
+    let (_, file, plan) = one_stream(9, 30000, 1000, true);
+    let opts = DecodeOptions {
+        piece_bytes: 4096,
+        buffer_budget_bytes: 1,
+        helpers_per_stream: Some(2),
+        ..Default::default()
+    };
+    let pool = TokenPool::new();
+    let mut maps = ForkingMap::new(&pool, 1, Some(300));
+    let r = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        Ok::<(), std::io::Error>(())
+    });
+    assert!(
+        matches!(r, Err(PipelineError::WorkerPanicked { stream: 0 })),
+        "{r:?}"
+    );
+    assert!(!pool.timed_out.load(Ordering::Relaxed));
+}
+
+/// A sink error with helpers at work stops the worker and its helpers (no hang).
+#[test]
+fn sink_errors_stop_the_helpers() {
+    let (_, file, plan) = one_stream(4, 40000, 65536, false);
+    let opts = DecodeOptions {
+        buffer_budget_bytes: 1,
+        helpers_per_stream: Some(3),
+        ..Default::default()
+    };
+    let pool = TokenPool::new();
+    let mut maps = ForkingMap::new(&pool, 1, None);
+    let mut n = 0;
+    let err = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        n += 1;
+        if n == 1000 {
+            Err(std::io::Error::other("disk full"))
+        } else {
+            Ok(())
+        }
+    })
+    .unwrap_err();
+    assert!(matches!(err, PipelineError::Sink(_)));
+    assert_eq!(n, 1000);
+    assert!(pool.is_free());
+}
+
+/// Helpers go where cores would idle: none when the streams fill the cores, the idle cores
+/// shared among the streams otherwise, at most MAX_HELPERS_PER_STREAM each.
+#[test]
+fn helpers_fill_idle_cores() {
+    use spelunk_decode::{map_helpers, MAX_HELPERS_PER_STREAM};
+    assert_eq!(map_helpers(1, 2), 1);
+    assert_eq!(map_helpers(2, 2), 0);
+    assert_eq!(map_helpers(64, 8), 0);
+    assert_eq!(map_helpers(2, 8), 3);
+    assert_eq!(map_helpers(3, 8), 1);
+    assert_eq!(map_helpers(1, 64), MAX_HELPERS_PER_STREAM);
+    assert_eq!(map_helpers(0, 4), 0);
+}
+
+/// On damaged data — garbage bytes inside chunks, gaps, chunks cut mid-packet, untimed
+/// records — a stream decoded in segments by a worker and helpers gives exactly the serial
+/// decode: the samples in order, every statistic, the issues with their offsets.
+#[test]
+fn helpers_decode_damaged_streams_as_the_serial_decoder_does() {
+    let mut records = synth(21, 6000, Some(9), 5_000);
+    for r in records.iter_mut().skip(100).step_by(37) {
+        r.timestamp = None; // untimed records, some at segment starts
+    }
+    let (mut file, mut descs) = layout(std::slice::from_ref(&records), 700);
+    // Garbage inside some chunks (bad packets, lost records) and gaps between others.
+    for (k, c) in descs[0].chunks.iter_mut().enumerate() {
+        if k % 5 == 2 {
+            let at = c.file_offset as usize + 13;
+            file.bytes[at..at + 3].copy_from_slice(&[0x4b, 0xff, 0x07]);
+        }
+        if k % 7 == 3 {
+            c.contiguous = false;
+        }
+    }
+    let plan = DecodePlan {
+        streams: descs,
+        time_conv: Some(Arc::new(|ticks| ticks)),
+        threads: ThreadTimeline::new(),
+    };
+    let serial = DecodeOptions {
+        piece_bytes: 2048,
+        buffer_budget_bytes: 1,
+        helpers_per_stream: Some(0),
+        ..Default::default()
+    };
+    let (want, want_outcome) = collect(&file, &plan, &serial);
+    assert!(want_outcome.stats.bad_bytes > 0 && want_outcome.stats.incomplete_records > 0);
+    for helpers in [1, 3] {
+        let opts = DecodeOptions {
+            helpers_per_stream: Some(helpers),
+            ..serial.clone()
+        };
+        let pool = TokenPool::new();
+        let mut maps = ForkingMap::new(&pool, 1, None);
+        let mut got = Vec::new();
+        let outcome = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |s| {
+            got.push(*s);
+            Ok::<(), std::io::Error>(())
+        })
+        .unwrap();
+        assert!(got == want, "{helpers} helpers: samples differ");
+        assert_eq!(outcome.stats, want_outcome.stats, "{helpers} helpers");
+        assert_eq!(outcome.issues, want_outcome.issues, "{helpers} helpers");
+        assert!(maps[0].mapped_by_forks > 0);
+    }
+    // A failed read: the same error, and no sample after it.
+    file.fail_at = Some(plan.streams[0].chunks[40].file_offset + 5);
+    let opts = DecodeOptions {
+        helpers_per_stream: Some(2),
+        ..serial.clone()
+    };
+    let pool = TokenPool::new();
+    let mut maps = ForkingMap::new(&pool, 1, None);
+    let mut n = 0usize;
+    let err = spelunk_decode::decode_map(&file, &plan, &opts, &mut maps, |_| {
+        n += 1;
+        Ok::<(), std::io::Error>(())
+    })
+    .unwrap_err();
+    match err {
+        PipelineError::Read { offset, .. } => {
+            assert_eq!(offset, plan.streams[0].chunks[40].file_offset)
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(n < want.len());
+    assert!(!pool.timed_out.load(Ordering::Relaxed));
+}

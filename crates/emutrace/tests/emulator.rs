@@ -474,27 +474,137 @@ fn column_traversal_misses_more_than_row_traversal() {
     assert!(col_t > row_t);
 }
 
-#[test]
-fn stride_benchmark_is_backend_bound_with_dependent_loads() {
-    let Some((_, wl)) = setup() else { return };
+/// The stride case study of [N1 PMU methodology] ("Stride Benchmark", Phases 1 and 3), measured on
+/// N1SDP (4 KB pages, 8 MB system-level cache) over 2·10⁹ iterations.
+mod n1_stride {
+    pub const ITERATIONS: f64 = 2e9;
+    /// Table 1 (and table 7, baseline): instructions and cycles; IPC 0.22.
+    pub const INSTRUCTIONS: f64 = 10_040_907_789.0;
+    pub const CYCLES: f64 = 43_809_490_290.0;
+    pub const IPC: f64 = 0.22;
+    /// Table 2 / figure 8: 83 % of the cycles stalled in the back end.
+    pub const BACKEND_PERCENT: f64 = 83.0;
+    /// Table 3: L1D MPKI 106.
+    pub const L1D_MPKI: f64 = 106.0;
+    /// Table 7: with `__builtin_prefetch` at DIST = 40, cycles -52.4 %.
+    pub const PREFETCH_CYCLES: f64 = 20_858_281_670.0;
+    /// Table 9: L1D refills with and without the prefetch (-68.96 %).
+    pub const L1D_REFILLS: f64 = 1_069_353_328.0;
+    pub const PREFETCH_L1D_REFILLS: f64 = 331_828_745.0;
+}
+
+/// Counts per iteration of the stride phase of `stride_benchmark ITERATIONS DIST`, run on the
+/// platform of [N1 PMU methodology] (4 KB pages, 8 MB SLC): cycles, back-end stall cycles, L1D
+/// refills, LD_SPEC.
+fn stride_per_iteration(iterations: u32, dist: u32) -> [f64; 4] {
+    let (_, wl) = setup().expect("setup checked by the caller");
     let r = emulate(
-        "stride",
-        &["--period=4096"],
+        &format!("stride-{dist}"),
+        &["--page-size=4096", "--slc-size=8388608", "--timeline-us=0"],
         &wl.join("stride_benchmark"),
-        &["300000"],
+        &[&iterations.to_string(), &dist.to_string()],
     );
     let p = &r.trace.phases_named("stride")[0];
-    let inst = p.delta(events::INST_RETIRED).unwrap_or(0) as f64;
-    let cyc = p.delta(events::CPU_CYCLES).unwrap_or(1) as f64;
-    let backend = p.delta(events::STALL_BACKEND).unwrap_or(0) as f64;
+    let n = f64::from(iterations);
+    [
+        events::CPU_CYCLES,
+        events::STALL_BACKEND,
+        events::L1D_CACHE_REFILL,
+        events::LD_SPEC,
+    ]
+    .map(|e| p.delta(e).unwrap_or(0) as f64 / n)
+}
+
+#[test]
+fn stride_benchmark_reproduces_the_n1_case_study() {
+    use n1_stride as n1;
+    if setup().is_none() {
+        return;
+    }
+    // The N1 binary runs 5.02 instructions per iteration ([N1 PMU methodology] figure 16:
+    // ldrb, subs, add, and, b.ne), the x86-64 build 9 (the arm64 build about 5). The
+    // per-instruction figures are therefore compared per iteration, through the N1's
+    // instruction count: IPC = (N1 instructions per iteration) / (cycles per iteration), MPKI =
+    // refills per iteration * 1000 / (N1 instructions per iteration).
+    let n1_insts_per_iter = n1::INSTRUCTIONS / n1::ITERATIONS;
+    let [cyc, backend, refill, ld] = stride_per_iteration(300_000, 0);
+    let [cyc40, _, refill40, ld40] = stride_per_iteration(300_000, 40);
+    let ipc = n1_insts_per_iter / cyc;
+    let backend_pct = 100.0 * backend / cyc;
+    let l1d_mpki = 1000.0 * refill / n1_insts_per_iter;
+    let cut = 1.0 - cyc40 / cyc;
     eprintln!(
-        "stride: IPC {:.2}, backend stalls {:.0}%",
-        inst / cyc,
-        100.0 * backend / cyc
+        "stride: {cyc:.2} cycles/iteration (N1 {:.2}), IPC {ipc:.3} (N1 {}), back end {backend_pct:.1}% \
+         (N1 {}%), L1D MPKI {l1d_mpki:.1} (N1 {}); DIST=40: {cyc40:.2} cycles/iteration, cut \
+         {:.1}% (N1 {:.1}%), L1D refills {:+.1}% (N1 {:+.1}%)",
+        n1::CYCLES / n1::ITERATIONS,
+        n1::IPC,
+        n1::BACKEND_PERCENT,
+        n1::L1D_MPKI,
+        100.0 * cut,
+        100.0 * (1.0 - n1::PREFETCH_CYCLES / n1::CYCLES),
+        100.0 * (refill40 / refill - 1.0),
+        100.0 * (n1::PREFETCH_L1D_REFILLS / n1::L1D_REFILLS - 1.0),
     );
-    // [N1 PMU methodology]: IPC 0.22 and 83% back-end stalls on N1 -- each load depends on the previous
-    assert!(inst / cyc < 0.5, "IPC {}", inst / cyc);
-    assert!(backend / cyc > 0.5);
+    // issue 13's bar
+    assert!((ipc / n1::IPC - 1.0).abs() <= 0.30, "IPC {ipc:.3}");
+    assert!(
+        (backend_pct - n1::BACKEND_PERCENT).abs() <= 10.0,
+        "back end {backend_pct:.1}%"
+    );
+    assert!(
+        (l1d_mpki / n1::L1D_MPKI - 1.0).abs() <= 0.20,
+        "L1D MPKI {l1d_mpki:.1}"
+    );
+    assert!((0.40..=0.60).contains(&cut), "DIST=40 cycle cut {cut:.3}");
+    // [N1 PMU methodology] table 8: the prefetch is one more load operation per iteration;
+    // table 9: it removes most L1D refills
+    assert!(
+        (ld40 - ld - 1.0).abs() < 0.01,
+        "LD_SPEC per iteration {ld} -> {ld40}"
+    );
+    assert!(
+        refill40 < 0.5 * refill,
+        "L1D refills {refill} -> {refill40}"
+    );
+}
+
+#[test]
+fn software_prefetch_forms_fill_the_lines_they_name() {
+    let Some((_, wl)) = setup() else { return };
+    // workloads/prefetch_forms.c: per block, five lines prefetched for L1D (one per addressing
+    // form) then loaded, one line prefetched for L2; one RIP-relative (arm64: global) prefetch
+    // and load in the first block. The lines are 4 lines and 8 pages apart: no hardware
+    // prefetcher follows them.
+    let blocks = 256u64;
+    let run = |tag: &str, extra: &[&str]| {
+        let mut args = vec!["256"];
+        args.extend_from_slice(extra);
+        let r = emulate(tag, &["--timeline-us=0"], &wl.join("prefetch_forms"), &args);
+        let p = &r.trace.phases_named("forms")[0];
+        [events::L1D_CACHE_REFILL, events::LD_SPEC].map(|e| p.delta(e).unwrap_or(0))
+    };
+    let [refill_off, ld_off] = run("pf-off", &["--no-prefetch"]);
+    let [refill_on, ld_on] = run("pf-on", &[]);
+    eprintln!(
+        "prefetch forms: L1D refills {refill_off} without, {refill_on} with; LD_SPEC {ld_off} -> {ld_on}"
+    );
+    // without prefetches every load of a new line refills L1D
+    assert!(
+        refill_off > 5 * blocks,
+        "refills without prefetch {refill_off}"
+    );
+    // every prefetch instruction is one load operation
+    assert_eq!(
+        ld_on - ld_off,
+        6 * blocks + 1,
+        "prefetch ops counted as loads"
+    );
+    // a prefetch to the wrong address would leave its line's load a refill
+    assert!(
+        refill_on <= refill_off - 5 * blocks,
+        "refills with prefetch {refill_on}"
+    );
 }
 
 #[test]

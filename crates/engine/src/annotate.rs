@@ -73,14 +73,16 @@ impl Recording {
         let described = filter.describe();
         let mut sel = Selector::new(&self.interp, filter);
         let mut per_pc: HashMap<(Option<u32>, u64), Agg> = HashMap::new();
-        let stats = self.decode(|s| {
-            let Some(x) = sel.select(s) else { return };
-            if let Some(pc) = x.pc {
-                per_pc
-                    .entry((s.pid, pc))
-                    .or_default()
-                    .add(&s.record, x.kind, x.source);
-            }
+        let stats = self.while_loading_symbols(symbolizer, || {
+            self.decode(|s| {
+                let Some(x) = sel.select(s) else { return };
+                if let Some(pc) = x.pc {
+                    per_pc
+                        .entry((s.pid, pc))
+                        .or_default()
+                        .add(&s.record, x.kind, x.source);
+                }
+            })
         })?;
         let path = self.path().to_string();
         if sel.selected == 0 {

@@ -2,7 +2,8 @@
 //! Python bindings): [`recording`] opens a perf.data and its sidecar (index the file, plan the
 //! decode, interpret each CPU's data sources, rebuild the processes' address spaces) and
 //! decodes it; [`parallel`] feeds the decode into the profile in parallel; [`report`] and
-//! [`c2c`] assemble the reports; [`samples`] gives every sample attributed. The analyses
+//! [`c2c`] assemble the reports; [`samples`] gives every sample attributed; [`select`] turns
+//! the sample-filter and symbol options into the analyses' types. The analyses
 //! themselves are spelunk-analysis (pure computation over typed samples); this crate is where
 //! they meet the decode stage.
 
@@ -14,3 +15,4 @@ pub mod recording;
 pub mod report;
 pub mod sample_rows;
 pub mod samples;
+pub mod select;

@@ -101,6 +101,10 @@ impl SampleMap for ProfileMap<'_, '_> {
     fn end(&mut self) {
         self.give_back();
     }
+    /// Helpers aggregate into shards of the same pool: the shards are summed at the end.
+    fn fork(&self) -> Option<Self> {
+        Some(ProfileMap::new(self.pool))
+    }
 }
 
 /// [`ProfileMap`] that also passes the sample on, for the c2c scan (which takes samples in
@@ -119,6 +123,9 @@ impl SampleMap for ProfileMapWithSample<'_, '_> {
     }
     fn end(&mut self) {
         self.0.give_back();
+    }
+    fn fork(&self) -> Option<Self> {
+        self.0.fork().map(ProfileMapWithSample)
     }
 }
 
@@ -151,7 +158,9 @@ fn profile_in(
         let t0 = rec.first_time_ns()?;
         builder.set_first_time(t0);
     }
-    let pool = ShardPool::new(builder, shards.min(rec.plan.streams.len()));
+    // No more shards than threads mapping at once: each stream's worker and its helpers.
+    let mapping = rec.plan.streams.len() * (1 + rec.map_helpers());
+    let pool = ShardPool::new(builder, shards.min(mapping));
     let stats = match c2c {
         None => {
             let mut maps: Vec<_> = rec
@@ -192,57 +201,71 @@ mod tests {
     use spelunk_analysis::profile::{EventClass, Filter, ReportLimits};
     use spelunk_testkit::SynthRecording;
 
-    /// However few shards the workers share (one for six streams) or many (one each), the
-    /// report is the serial one: every sample fed in decode order to one builder, timeline
-    /// and time-range filter included.
+    /// However few shards the workers share (one for six streams) or many (one each), and
+    /// with or without helper threads mapping each stream's batches (one stream or six), the
+    /// report is the serial one: every sample fed in decode order to one builder, timeline and
+    /// time-range filter included.
     #[test]
     fn any_number_of_shards_gives_the_serial_report() {
         let dir = std::env::temp_dir().join(format!("spelunk-shard-pool-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("six-cpus.data");
-        SynthRecording {
-            cpus: 6,
-            records_per_cpu: 4000,
-            chunk_bytes: 4096,
-            ..Default::default()
-        }
-        .write(&path)
-        .unwrap();
-        let rec = Recording::open(&path, None, spelunk_perf::sidecar::SidecarUse::Read).unwrap();
-        assert_eq!(rec.plan.streams.len(), 6);
-        let objects = rec.ctx.data_objects(None);
-        let limits = ReportLimits {
-            timeline_points: 500,
-            ..Default::default()
-        };
-        let json = |b: ProfileBuilder| {
-            let mut sym = rec.symbolizer(None, None);
-            let r = b.finish(
-                &rec.ctx.spaces,
-                &mut sym,
-                &rec.ctx.thread_names,
-                RecordingInfo::default(),
-                None,
-            );
-            serde_json::to_string(&r).unwrap()
-        };
-        let filters = [
-            Filter::default(),
-            Filter {
-                time_range_s: Some((0.001, 0.003)),
-                event: Some(EventClass::Load),
+        for cpus in [6, 1] {
+            let path = dir.join(format!("{cpus}-cpus.data"));
+            SynthRecording {
+                cpus,
+                records_per_cpu: 24000 / u64::from(cpus),
+                chunk_bytes: 4096,
                 ..Default::default()
-            },
-        ];
-        for filter in filters {
-            let mut serial = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
-            rec.decode(|s| serial.add(s)).unwrap();
-            let want = json(serial);
-            assert!(want.contains("\"loads\""), "{want}");
-            for shards in [1, 2, 6] {
-                let mut b = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
-                profile_in(&rec, &mut b, None, shards).unwrap();
-                assert!(json(b) == want, "{shards} shards, {filter:?}");
+            }
+            .write(&path)
+            .unwrap();
+            let mut rec =
+                Recording::open(&path, None, spelunk_perf::sidecar::SidecarUse::Read).unwrap();
+            assert_eq!(rec.plan.streams.len(), cpus as usize);
+            let objects = rec.ctx.data_objects(None);
+            let limits = ReportLimits {
+                timeline_points: 500,
+                ..Default::default()
+            };
+            let json = |rec: &Recording, b: ProfileBuilder| {
+                let mut sym = rec.symbolizer(None, None);
+                let r = b.finish(
+                    &rec.ctx.spaces,
+                    &mut sym,
+                    &rec.ctx.thread_names,
+                    RecordingInfo::default(),
+                    None,
+                );
+                serde_json::to_string(&r).unwrap()
+            };
+            let filters = [
+                Filter::default(),
+                Filter {
+                    time_range_s: Some((0.001, 0.003)),
+                    event: Some(EventClass::Load),
+                    ..Default::default()
+                },
+            ];
+            for filter in filters {
+                rec.decode_options.helpers_per_stream = Some(0);
+                let mut serial = ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
+                rec.decode(|s| serial.add(s)).unwrap();
+                let want = json(&rec, serial);
+                assert!(want.contains("\"loads\""), "{want}");
+                for helpers in [0, 1, 3] {
+                    rec.decode_options.helpers_per_stream = Some(helpers);
+                    // Small batches: many hand-offs to the helpers.
+                    rec.decode_options.buffer_budget_bytes = 1;
+                    for shards in [1, 2, 6] {
+                        let mut b =
+                            ProfileBuilder::new(&rec.interp, &objects, filter.clone(), limits);
+                        profile_in(&rec, &mut b, None, shards).unwrap();
+                        assert!(
+                            json(&rec, b) == want,
+                            "{cpus} streams, {helpers} helpers, {shards} shards, {filter:?}"
+                        );
+                    }
+                }
             }
         }
         std::fs::remove_dir_all(&dir).unwrap();

@@ -23,6 +23,7 @@ use spelunk_spe::{CpuInterpretation, DecodeStats, Interpretation, Midr, SpeSampl
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Why a recording could not be opened, decoded or reported. `Display` is one line starting
@@ -83,6 +84,17 @@ pub enum RecordingError {
     },
     #[error("--line-size {0}: expected a power of two of at least 8")]
     LineSize(u64),
+    /// An option's value that selects nothing sensible (an unknown event class, a phase the
+    /// recording does not have, a range backwards), said with what to give instead.
+    #[error("{0}")]
+    Options(String),
+    /// An input an option names (`--kallsyms FILE`) that cannot be read; `what` names it.
+    #[error("{what}")]
+    Input {
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 fn matched_filter(filter: &[String]) -> String {
@@ -154,6 +166,8 @@ pub struct Recording {
     container: ContainerLosses,
     pub interp: Interpretation,
     pub ctx: RecordingContext,
+    /// How the decodes run (helper threads per stream; the defaults otherwise).
+    pub decode_options: DecodeOptions,
 }
 
 impl Recording {
@@ -181,6 +195,7 @@ impl Recording {
             container,
             interp,
             ctx,
+            decode_options: DecodeOptions::default(),
         })
     }
 
@@ -205,11 +220,10 @@ impl Recording {
 
     /// Decodes every sample in time order, feeding each to `f`.
     pub fn decode(&self, mut f: impl FnMut(&SpeSample)) -> Result<DecodeStats, RecordingError> {
-        let outcome =
-            spelunk_decode::decode(&self.file, &self.plan, &DecodeOptions::default(), |s| {
-                f(s);
-                Ok::<(), Infallible>(())
-            });
+        let outcome = spelunk_decode::decode(&self.file, &self.plan, &self.decode_options, |s| {
+            f(s);
+            Ok::<(), Infallible>(())
+        });
         match outcome {
             Ok(o) => Ok(o.stats),
             Err(PipelineError::Sink(never)) => match never {},
@@ -228,7 +242,7 @@ impl Recording {
         let outcome = spelunk_decode::decode_map(
             &self.file,
             &self.plan,
-            &DecodeOptions::default(),
+            &self.decode_options,
             maps,
             |item| {
                 f(item);
@@ -242,10 +256,40 @@ impl Recording {
         }
     }
 
+    /// Runs `pass` (a decode of the samples) on another thread while this one loads the
+    /// recorded programs' symbols into `symbolizer` ([`CodeSymbolizer::preload`]), which the
+    /// pass's PCs are symbolized with after it: loading DWARF is the largest fixed cost of a
+    /// report or an annotation, and the PCs that need it are known only when the pass is over.
+    /// (The symbolizer stays on this thread: blazesym's is not Send.)
+    pub fn while_loading_symbols<T: Send>(
+        &self,
+        symbolizer: &mut CodeSymbolizer,
+        pass: impl FnOnce() -> T + Send,
+    ) -> T {
+        let stop = AtomicBool::new(false);
+        let files = self.ctx.spaces.executable_files();
+        std::thread::scope(|scope| {
+            let pass = scope.spawn(|| {
+                let out = pass();
+                stop.store(true, Ordering::Relaxed);
+                out
+            });
+            symbolizer.preload(&files, &stop);
+            pass.join()
+        })
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// Helper threads each stream's worker gets in [`Recording::decode_map`] (for maps that
+    /// fork; see `spelunk_decode::helpers_per_stream`).
+    pub fn map_helpers(&self) -> usize {
+        spelunk_decode::helpers_per_stream(&self.plan, &self.decode_options)
+    }
+
     /// The time of the first timed sample [`Recording::decode`] gives (what `--time-range` is
     /// relative to), without decoding the whole recording.
     pub fn first_time_ns(&self) -> Result<Option<u64>, RecordingError> {
-        spelunk_decode::first_time_ns(&self.file, &self.plan, &DecodeOptions::default())
+        spelunk_decode::first_time_ns(&self.file, &self.plan, &self.decode_options)
             .map_err(|e| self.decode_error(e))
     }
 

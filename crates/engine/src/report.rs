@@ -3,11 +3,14 @@
 
 use crate::c2c::C2cScan;
 use crate::recording::{Recording, RecordingError};
+use crate::select::SampleSelection;
 use spelunk_analysis::model::{RecordingInfo, Report};
 use spelunk_analysis::object_timelines::per_object;
 use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
+use spelunk_perf::sidecar::Sidecar;
+use std::path::{Path, PathBuf};
 
 /// The c2c analysis asked of [`Recording::report`] (`spelunk report --c2c`).
 #[derive(Clone, Copy, Debug)]
@@ -52,7 +55,9 @@ impl Recording {
         let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
             .with_phases(self.ctx.phases.clone())
             .with_hotspot_sort(opts.sort);
-        let stats = crate::parallel::profile(self, &mut builder, c2c.as_mut())?;
+        let stats = self.while_loading_symbols(symbolizer, || {
+            crate::parallel::profile(self, &mut builder, c2c.as_mut())
+        })?;
         let losses = self.losses(&stats);
         let info = RecordingInfo {
             file: self.path().to_string(),
@@ -101,6 +106,131 @@ impl Recording {
         }
         Ok(())
     }
+}
+
+/// What `spelunk report` asks of a recording: the samples (filters as given, and a function
+/// by name), the tables' order and size, and the c2c tables.
+#[derive(Clone, Debug, Default)]
+pub struct ReportRequest {
+    pub selection: SampleSelection,
+    /// Only samples in the function of this name (as symbolized).
+    pub function: Option<String>,
+    pub sort: HotspotSort,
+    /// Rows per table (after sorting).
+    pub rows: usize,
+    /// The report is for an HTML page, which sorts its tables itself: keep at least 50 rows.
+    pub page: bool,
+    pub c2c: Option<C2cOptions>,
+    /// Where the recorded binaries are (their global data objects).
+    pub symfs: Option<PathBuf>,
+}
+
+impl Recording {
+    /// The report `req` asks for ([`Recording::report`]), with `req.function` resolved to its
+    /// PCs by a first pass. A report without samples is an error (that says when the
+    /// recording is damaged). The line size must have passed [`check_line_size`].
+    pub fn requested_report(
+        &self,
+        req: &ReportRequest,
+        symbolizer: &mut CodeSymbolizer,
+    ) -> Result<Report, RecordingError> {
+        let objects = self.ctx.data_objects(req.symfs.as_ref());
+        let rows = if req.page { req.rows.max(50) } else { req.rows };
+        let limits = ReportLimits {
+            hotspot_rows: rows,
+            object_rows: rows,
+            ..Default::default()
+        };
+        let mut filter = req.selection.filter(&self.ctx)?;
+        if let Some(name) = &req.function {
+            // First pass: the PCs of the recording; keep those in the named function.
+            let mut pass = ProfileBuilder::new(&self.interp, &objects, filter.clone(), limits);
+            crate::parallel::profile(self, &mut pass, None)?;
+            let keep = self.pcs_in_function(symbolizer, pass.pcs(), name);
+            if keep.is_empty() {
+                return Err(RecordingError::Options(format!(
+                    "{}: no samples in a function named '{name}' (check the name with `spelunk report {}`){}",
+                    self.path(),
+                    self.path(),
+                    self.damage_note()
+                )));
+            }
+            filter.pcs = Some(keep);
+        }
+        let opts = ReportOptions {
+            filter,
+            limits,
+            sort: req.sort,
+            c2c: req.c2c,
+        };
+        let report = self.report(&objects, symbolizer, opts)?;
+        self.require_samples(&report)?;
+        Ok(report)
+    }
+
+    /// The report with every row and no timeline, the input of `spelunk diff` (the same
+    /// parallel aggregation as [`Recording::report`]). A report without samples is an error.
+    pub fn every_row_report(
+        &self,
+        filter: Filter,
+        symfs: Option<&PathBuf>,
+        symbolizer: &mut CodeSymbolizer,
+    ) -> Result<Report, RecordingError> {
+        let objects = self.ctx.data_objects(symfs);
+        let limits = ReportLimits {
+            hotspot_rows: usize::MAX,
+            object_rows: usize::MAX,
+            timeline_points: 0,
+            ..Default::default()
+        };
+        let mut builder = ProfileBuilder::new(&self.interp, &objects, filter, limits)
+            .with_phases(self.ctx.phases.clone());
+        let stats = self.while_loading_symbols(symbolizer, || {
+            crate::parallel::profile(self, &mut builder, None)
+        })?;
+        let info = RecordingInfo {
+            file: self.path().to_string(),
+            losses: self.losses(&stats),
+            ..Default::default()
+        };
+        let r = builder.finish(
+            &self.ctx.spaces,
+            symbolizer,
+            &self.ctx.thread_names,
+            info,
+            self.ctx.sidecar.as_deref(),
+        );
+        self.require_samples(&r)?;
+        Ok(r)
+    }
+}
+
+/// The sidecar to read when the recording is its timelines alone (`spelunk record --no-spe`):
+/// `file` itself when it is a `.spelunk.json`, or `file`'s sidecar when `file` does not exist.
+pub fn timelines_only_sidecar(file: &Path) -> Option<PathBuf> {
+    if file.to_string_lossy().ends_with(".spelunk.json") {
+        return Some(file.to_path_buf());
+    }
+    let sidecar = Sidecar::path_for(file);
+    (!file.exists() && sidecar.exists()).then_some(sidecar)
+}
+
+/// The report of a recording without samples (`--no-spe`, or the runtime's logs alone): its
+/// timelines, with what reading the sidecar dropped as damage like a recording's. `name` names
+/// the recording.
+pub fn timelines_only_report(sc: &Sidecar, name: &str) -> Result<Report, RecordingError> {
+    let Some(mut report) = spelunk_analysis::timelines::timelines_report(sc, name) else {
+        return Err(RecordingError::Options(format!(
+            "{name}: this sidecar has no timelines (no config.timeline_clock, no capacity), and \
+             a sidecar alone holds no samples: give the perf.data it belongs to"
+        )));
+    };
+    report
+        .recording
+        .losses
+        .problems
+        .extend(sc.problems.iter().cloned());
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! tree and sanity checks ([`compute`]), CPU detection from sysfs ([`detect`]), import of
 //! `perf stat -x` output ([`import`]) and of spelunk sidecars ([`sidecar`]), live counting
 //! ([`live`]) and the typed top-down report ([`report`]; spelunk-report renders it).
+//! [`flow`] is `spelunk topdown` from its options to that report (catalog choice, import,
+//! the live run's options).
 //!
 //! Nothing here makes a syscall itself: [`live`] counts through the `PerfSys` interface of
 //! `spelunk_perf::counting`, and everything else works on [`counts::Measurement`]s however they
@@ -16,6 +18,7 @@ pub mod describe;
 pub mod detect;
 pub mod error;
 pub mod expr;
+pub mod flow;
 pub mod import;
 pub mod intensity;
 pub mod live;

@@ -9,9 +9,14 @@
 //!   a hardware recording would have been, and [`session`] runs the two as one flow;
 //! - [`timeline`]: resident memory per NUMA node and PMU counters of the process tree over
 //!   time, on any machine (`spelunk record --no-spe` records them alone).
+//!
+//! [`flow`] is `spelunk record` from its options to the typed recording (which recorder, the
+//! checks before the program runs, `--overhead`'s interleaved runs) and `spelunk topdown
+//! --emulate`'s, so that front ends only parse flags and render.
 
 pub mod convert;
 pub mod emulator;
+pub mod flow;
 pub mod hardware;
 pub mod overhead;
 pub mod runtime_log;

@@ -46,6 +46,30 @@ pub struct Partition {
     pub run: String,
 }
 
+impl Partition {
+    /// The partition of the recording `rec` read from `file`: `host` or else the host named
+    /// in the recording's header, `run` or else `file`'s name without `.data`.
+    pub fn for_recording(
+        rec: &Recording,
+        file: &Path,
+        host: Option<String>,
+        run: Option<String>,
+    ) -> Result<Partition, DatasetError> {
+        let host = match host.or_else(|| rec.file.features.hostname.clone()) {
+            Some(h) => h,
+            None => return Err(DatasetError::NoHost(file.to_path_buf())),
+        };
+        let run = run.unwrap_or_else(|| {
+            let name = file
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            name.strip_suffix(".data").unwrap_or(&name).to_string()
+        });
+        Ok(Partition { host, run })
+    }
+}
+
 /// What an export wrote.
 #[derive(Debug)]
 pub struct Exported {
@@ -83,6 +107,8 @@ pub enum DatasetError {
     NoSamples { input: String, note: String },
     #[error("--{what} must not be empty")]
     EmptyName { what: &'static str },
+    #[error("{path}: the recording does not name its host; give --host NAME", path = .0.display())]
+    NoHost(PathBuf),
 }
 
 /// The table's columns: the sample rows' (a list of phases becomes text, `;`-joined).

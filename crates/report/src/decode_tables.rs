@@ -4,10 +4,11 @@
 //! written, what was lost, and why the tables are incomplete when they are.
 
 use crate::spe_tables::{SpeRowMap, SpeTableWriter};
-use crate::table::TableError;
+use crate::table::{TableCompression, TableError, TableFormat};
 use crate::DecodeSummary;
 use spelunk_decode::{ContainerLosses, DecodeOptions, DecodePlan, PipelineError};
 use spelunk_perf::PerfDataFile;
+use spelunk_spe::Interpretation;
 use spelunk_spe::{DecodeIssue, RecordDecoder, SpeSample};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -65,6 +66,95 @@ pub enum TablesError {
         bytes: u64,
         first: String,
     },
+    #[error(transparent)]
+    Perf(#[from] spelunk_perf::PerfError),
+    /// `--cpu-model` or `--midr` refused.
+    #[error(transparent)]
+    Options(#[from] spelunk_engine::recording::RecordingError),
+}
+
+/// What `spelunk decode` decodes, and into what.
+#[derive(Clone, Debug)]
+pub struct DecodeRequest {
+    /// A perf.data, or a raw SPE buffer when `raw`.
+    pub file: PathBuf,
+    pub raw: bool,
+    /// With `raw`: the CPU the buffer was recorded on (the cpu column).
+    pub raw_cpu: Option<u32>,
+    /// The tables' prefix ([`default_prefix`] of `file` unless the user gave one).
+    pub prefix: PathBuf,
+    pub format: TableFormat,
+    pub compression: TableCompression,
+    /// `--cpu-model` and `--midr` as given: interpret every CPU as this one.
+    pub cpu_model: Option<String>,
+    pub midr: Option<String>,
+}
+
+/// The default table prefix: `file`'s name without `.data` (`spe` when nothing is left).
+pub fn default_prefix(file: &Path) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "spe".into());
+    let stem = name.strip_suffix(".data").unwrap_or(&name);
+    PathBuf::from(if stem.is_empty() { "spe" } else { stem })
+}
+
+/// The input of a decode, opened and checked before any table is created (so a wrong input
+/// leaves no files behind), with its size known (for a progress bar).
+pub enum DecodeInput {
+    Raw(RawInput),
+    Perf {
+        file: Box<PerfDataFile>,
+        /// SPE bytes to decode.
+        total_bytes: u64,
+    },
+}
+
+impl DecodeInput {
+    pub fn open(req: &DecodeRequest) -> Result<DecodeInput, TablesError> {
+        if req.raw {
+            return Ok(DecodeInput::Raw(open_raw(&req.file)?));
+        }
+        let file = PerfDataFile::open_spe(&req.file)?;
+        let total_bytes = file.require_spe_data()?;
+        Ok(DecodeInput::Perf {
+            file: Box::new(file),
+            total_bytes,
+        })
+    }
+
+    /// The bytes [`DecodeInput::decode`]'s progress counts up to.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            DecodeInput::Raw(r) => r.len,
+            DecodeInput::Perf { total_bytes, .. } => *total_bytes,
+        }
+    }
+
+    /// Decodes into the tables `req` names; `progress` gets the bytes decoded so far.
+    pub fn decode(
+        self,
+        req: &DecodeRequest,
+        progress: &dyn Fn(u64),
+    ) -> Result<DecodedTables, TablesError> {
+        let midr =
+            || spelunk_engine::select::midr_override(req.cpu_model.as_deref(), req.midr.as_deref());
+        let create =
+            |interp| SpeTableWriter::create(&req.prefix, req.format, req.compression, interp);
+        match self {
+            DecodeInput::Raw(input) => {
+                let writer = create(Interpretation::uniform(midr()?))?;
+                raw_to_tables(input, req.raw_cpu, writer, progress)
+            }
+            DecodeInput::Perf { file, .. } => {
+                let (plan, losses) = spelunk_decode::plan_from_perf(&file);
+                let interp =
+                    spelunk_engine::recording::interpretation(&file, &plan.streams, midr()?);
+                perf_to_tables(&file, &plan, losses, create(interp)?, progress)
+            }
+        }
+    }
 }
 
 /// Samples between progress updates (the caller's callback reads decoded bytes).
@@ -281,4 +371,25 @@ pub fn render_decoded(t: &DecodedTables, input: &Path) -> String {
         s += &format!("  {} ({} rows)\n", p.display(), n);
     }
     s
+}
+
+#[cfg(test)]
+mod prefix_tests {
+    use super::default_prefix;
+    use std::path::{Path, PathBuf};
+
+    /// spe-parser's naming: the recording's name without `.data` (docs/decode.md).
+    #[test]
+    fn the_default_prefix_drops_data() {
+        assert_eq!(
+            default_prefix(Path::new("/tmp/run1.data")),
+            PathBuf::from("run1")
+        );
+        assert_eq!(
+            default_prefix(Path::new("trace.bin")),
+            PathBuf::from("trace.bin")
+        );
+        assert_eq!(default_prefix(Path::new(".data")), PathBuf::from("spe"));
+        assert_eq!(default_prefix(Path::new("/")), PathBuf::from("spe"));
+    }
 }

@@ -17,6 +17,7 @@
 use serde::Serialize;
 use spelunk_analysis::c2c::{C2cReport, C2C_SCHEMA};
 use spelunk_analysis::model::{Report, SCHEMA};
+use std::path::Path;
 
 const TEMPLATE: &str = include_str!("../assets/report.html");
 const STYLE: &str = include_str!("../assets/report.css");
@@ -33,7 +34,17 @@ pub enum HtmlError {
     Serialize(#[from] serde_json::Error),
     #[error("{origin}: not top-down results: {why}")]
     Topdown { origin: String, why: String },
+    /// Reading an input or writing the page; `what` names the file.
+    #[error("{what}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
+
+/// Largest top-down JSON read whole (far above any real one).
+const MAX_TOPDOWN_BYTES: u64 = 256 << 20;
 
 /// Top-down results as `spelunk topdown --json` wrote them, checked for their schema.
 ///
@@ -72,6 +83,18 @@ impl Topdown {
     }
 
     /// A top-down report computed by spelunk-pmu, as the page embeds it.
+    /// Reads the output of `spelunk topdown --json` from `path` (`spelunk report --topdown`).
+    pub fn read(path: &Path) -> Result<Topdown, HtmlError> {
+        let text =
+            spelunk_fsio::read_to_string_bounded(path, MAX_TOPDOWN_BYTES).map_err(|source| {
+                HtmlError::Io {
+                    what: format!("reading top-down results {}", path.display()),
+                    source,
+                }
+            })?;
+        Topdown::from_json(&text, &path.display().to_string())
+    }
+
     pub fn from_report(report: &spelunk_pmu::report::Report) -> Result<Topdown, HtmlError> {
         Ok(Topdown(serde_json::to_value(report)?))
     }
@@ -193,6 +216,28 @@ fn page(kind: &str, schema: &str, file: &str, data: &PageData) -> Result<String,
             ("script", SCRIPT),
         ],
     ))
+}
+
+/// Writes a rendered page to `out` (atomically: a reader never sees half a page).
+pub fn write_page(out: &Path, page: &str) -> Result<(), HtmlError> {
+    spelunk_fsio::write_atomic(out, page.as_bytes()).map_err(|source| HtmlError::Io {
+        what: format!("writing {}", out.display()),
+        source,
+    })
+}
+
+/// Renders the report's page (with top-down results, when given), writes it to `out`, and says
+/// what it holds: "N samples", or "timelines only" for a recording without SPE samples.
+pub fn write_report_page(
+    report: &Report,
+    topdown: Option<&Topdown>,
+    out: &Path,
+) -> Result<String, HtmlError> {
+    write_page(out, &render_html(report, topdown)?)?;
+    Ok(match &report.timelines {
+        Some(t) if !t.spe => "timelines only".to_string(),
+        _ => format!("{} samples", report.recording.samples_selected),
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! Writers for spelunk's results: typed tables (Parquet, CSV), terminal tables, JSON and HTML,
 //! one module per result and format (`topdown_text` for spelunk-pmu's top-down reports). Nothing
-//! here decodes or analyses; it presents what earlier stages produced.
+//! here analyses; it presents what earlier stages produced. Two writers drive an earlier stage
+//! straight into their files: `decode_tables` (`spelunk decode`'s flow, from its options to the
+//! three tables through spelunk-decode's pipeline) and `dataset` (the engine's attributed
+//! samples into a Parquet dataset).
 
 pub mod annotate_text;
 pub mod c2c_text;

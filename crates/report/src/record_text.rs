@@ -4,6 +4,7 @@
 //! what was sampled and [NMO paper eq. 1] accuracy.
 
 use crate::timelines_text::{mib, not_counted_lines};
+use spelunk_record::flow::Recorded;
 use spelunk_record::timeline::TimelineRecording;
 use spelunk_record::{EmulatedRecording, HardwareRecording};
 use std::fmt::Write;
@@ -299,4 +300,14 @@ fn emulated_accuracy(conv: &spelunk_record::Conversion, period: u64) -> String {
     )
     .map(|q| crate::text::sampling_quality_lines(&q, "spelunk record: "))
     .unwrap_or_default()
+}
+
+/// The closing summary of any recording `spelunk record` made (`keep_trace` and `period` as
+/// asked, for the emulated one).
+pub fn summary(rec: &Recorded, keep_trace: bool, period: u64) -> String {
+    match rec {
+        Recorded::Emulated(r) => emulated_summary(r, keep_trace, period),
+        Recorded::Hardware { recording, wall } => hardware_summary(recording, *wall),
+        Recorded::Timelines { recording, wall } => timelines_summary(recording, *wall),
+    }
 }

@@ -225,6 +225,27 @@ impl RecordDecoder {
         &self.issues
     }
 
+    /// Whether the decoder is between records (no packet and no record in progress): a fresh
+    /// decoder then decodes the rest of the stream exactly as this one would. Parts of a stream
+    /// can so be decoded apart, in parallel, and checked afterwards.
+    pub fn at_record_boundary(&self) -> bool {
+        !self.open && self.carry_len == 0
+    }
+
+    /// A decoder that goes on from where this one is in its stream (the packet and the record
+    /// in progress) with no statistics or issues of its own: the next part's share of them.
+    pub fn resumed(&self) -> RecordDecoder {
+        RecordDecoder {
+            cur: self.cur,
+            open: self.open,
+            carry: self.carry,
+            carry_len: self.carry_len,
+            carry_offset: self.carry_offset,
+            stats: DecodeStats::default(),
+            issues: Vec::new(),
+        }
+    }
+
     #[inline(always)]
     fn on_packet<F: FnMut(&SpeRecord)>(&mut self, p: Packet, out: &mut F) {
         match p {
