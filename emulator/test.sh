@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and tests the emulator: the model's unit tests, then the acceptance tests of issue 3
 # (crates/emutrace/tests/emulator.rs) on traces the tool writes for the workloads, and the trace
-# reader's own tests, and `spelunk record --emulate` end to end. Takes about a minute on 2 cores.
+# reader's own tests, `spelunk record --emulate` end to end, and the fidelity page against fresh
+# runs (scripts/emulator-fidelity.py --check). Takes about a minute and a half on 2 cores.
 #
 #   emulator/test.sh            (from anywhere; uses $CARGO, $CARGO_TARGET_DIR if set)
 #
@@ -46,3 +47,6 @@ cd "$root"
 SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-emutrace -- --test-threads=2
 echo "== spelunk record --emulate: conversion against the trace and perf 6.1, the command's contract, issue 4 acceptance on the workloads, topdown --emulate against the trace"
 SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-record -p spelunk --test emulated --test record_cli --test emulated_workloads --test topdown_emulated
+echo "== the fidelity page (docs/methodology/emulator-fidelity.md): acceptance bands and figures against fresh runs"
+python3 "$root/scripts/emulator-fidelity.py" --spelunk "${CARGO_TARGET_DIR:-$root/target}/release/spelunk" \
+  --check "$root/docs/methodology/emulator-fidelity.md"
