@@ -9,7 +9,6 @@
 
 pub mod perf;
 pub mod pipeline;
-mod segments;
 pub mod threads;
 
 pub use perf::{plan_from_perf, ContainerLosses};

@@ -18,8 +18,10 @@
 //! batches in stream order, each as soon as its map is done, so the items and their order are
 //! those of a single worker ([`SampleMap::fork`]).
 
-use crate::segments::{self, SegmentReader};
+mod segments;
+
 use crate::threads::ThreadTimeline;
+use segments::SegmentReader;
 use spelunk_spe::{DecodeIssue, DecodeStats, RecordDecoder, SpeRecord, SpeSample};
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
@@ -350,7 +352,7 @@ pub(crate) struct Batch<T> {
     pub keys: Vec<u64>,
     pub items: Vec<T>,
     /// The first `unkeyed` items take the key of the stream's item before them (set by the
-    /// merge): untimed records at the start of a segment (crate::segments).
+    /// merge): untimed records at the start of a segment (pipeline/segments.rs).
     pub unkeyed: usize,
 }
 
@@ -442,7 +444,7 @@ pub(crate) struct PartSink<'a, 'p, M: SampleMap, F: FnMut(Batch<M::Item>) -> boo
     pub send: F,
 }
 
-/// Decodes `part` (a stream, or a segment of one: see crate::segments) with `dec`: each
+/// Decodes `part` (a stream, or a segment of one: see pipeline/segments.rs) with `dec`: each
 /// record placed in context and mapped, in batches of `batch_len` handed to `send`, the last
 /// one partial. Keys: a timed record's time; an untimed one takes the key of the part's
 /// previous timed record, or, before the part's first, `prev_key` when given (a whole stream:
@@ -624,7 +626,7 @@ enum Feed<T> {
         rx: Receiver<Msg<T>>,
         free: Sender<Batch<T>>,
     },
-    /// The stream's segments, decoded by its worker and helpers (crate::segments).
+    /// The stream's segments, decoded by its worker and helpers (pipeline/segments.rs).
     Segments(SegmentReader<T>),
 }
 
@@ -672,8 +674,9 @@ where
 {
     assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
     check_streams(plan)?;
-    // A stream with helpers is cut into segments (crate::segments): its worker and helpers
-    // decode them in turn, each with a map of its own, from the starts a framing thread finds.
+    // A stream with helpers is cut into segments (pipeline/segments.rs): its worker and helpers
+    // decode them in turn, each with a map of its own, from the starts a framing thread finds
+    // (pipeline/segments.rs).
     let helpers = helpers_per_stream(plan, opts);
     let segments: Vec<Vec<StreamDesc>> = plan
         .streams

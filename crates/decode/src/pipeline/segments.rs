@@ -8,10 +8,10 @@
 //! record ([`RecordDecoder::resumed`]). The stream's worker and its helper threads take the
 //! segments in turn; each decodes its segment from exactly that state, so every record is
 //! decoded once and as the serial decoder decodes it, and places and maps it as a lone worker
-//! would ([`crate::SampleMap::fork`]). The merge reads the segments' batches in stream order.
+//! would ([`super::SampleMap::fork`]). The merge reads the segments' batches in stream order.
 //! The stream's statistics and issues are the framing decoder's: the serial decode's.
 
-use crate::pipeline::{
+use super::{
     decode_part, piece_buffer, read_pieces, Attributor, AuxChunkDesc, AuxSource, Batch,
     DecodeOptions, DecodePlan, PartEnd, PartSink, SampleMap, StreamDesc,
 };
