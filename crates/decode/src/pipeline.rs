@@ -675,8 +675,7 @@ where
     assert_eq!(maps.len(), plan.streams.len(), "one SampleMap per stream");
     check_streams(plan)?;
     // A stream with helpers is cut into segments (pipeline/segments.rs): its worker and helpers
-    // decode them in turn, each with a map of its own, from the starts a framing thread finds
-    // (pipeline/segments.rs).
+    // decode them in turn, each with a map of its own, from the starts a framing thread finds.
     let helpers = helpers_per_stream(plan, opts);
     let segments: Vec<Vec<StreamDesc>> = plan
         .streams
