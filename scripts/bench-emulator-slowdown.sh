@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Slowdown of the emulator against native execution, on the STREAM workload (issue 3: goal
-# <= 50x). Runs each configuration REPS times and reports the best wall-clock time of each.
+# <= 50x) and on the stride benchmark of [N1 PMU methodology] on its platform's configuration
+# (issue 13: goal <= 20x, with `valgrind --tool=none` as the floor). Runs each configuration
+# REPS times and reports the best wall-clock time of each.
 #
 #   scripts/bench-emulator-slowdown.sh [ELEMENTS] [ITERATIONS] [REPS]
 #
@@ -30,6 +32,16 @@ native=$(best "$stream" -n "$n" -i "$iters")
 nulgrind=$(best valgrind --tool=none -q "$stream" -n "$n" -i "$iters")
 emulated=$(best "$emu" --out="$out/t.emutrace" -- "$stream" -n "$n" -i "$iters")
 printf 'STREAM -n %s -i %s (best of %s)\n' "$n" "$iters" "$reps"
+printf '  native            %8.3f s\n' "$native"
+printf '  valgrind none     %8.3f s  (%.1fx)\n' "$nulgrind" "$(echo "$nulgrind / $native" | bc -l)"
+printf '  spelunk emulator  %8.3f s  (%.1fx)\n' "$emulated" "$(echo "$emulated / $native" | bc -l)"
+
+stride="$root/workloads/build/stride_benchmark"
+strides=$((n * 5))
+native=$(best "$stride" "$strides")
+nulgrind=$(best valgrind --tool=none -q "$stride" "$strides")
+emulated=$(best "$emu" --out="$out/s.emutrace" --page-size=4096 --slc-size=8388608 -- "$stride" "$strides")
+printf 'stride_benchmark %s (4 KB pages, 8 MB SLC; best of %s)\n' "$strides" "$reps"
 printf '  native            %8.3f s\n' "$native"
 printf '  valgrind none     %8.3f s  (%.1fx)\n' "$nulgrind" "$(echo "$nulgrind / $native" | bc -l)"
 printf '  spelunk emulator  %8.3f s  (%.1fx)\n' "$emulated" "$(echo "$emulated / $native" | bc -l)"
