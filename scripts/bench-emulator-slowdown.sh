@@ -21,7 +21,7 @@ best() { # best wall time in seconds of REPS runs of "$@"
   local b=""
   for _ in $(seq "$reps"); do
     local s e t
-    s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N)
+    s=$(date +%s.%N); "$@" >/dev/null 2>&1; e=$(date +%s.%N)
     t=$(echo "$e - $s" | bc -l)
     if [[ -z "$b" ]] || (( $(echo "$t < $b" | bc -l) )); then b=$t; fi
   done
