@@ -26,6 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+/// Most files whose symbols [`Recording::while_loading_symbols`] loads ahead.
+const MAX_PRELOADED_FILES: usize = 16;
+
 /// Why a recording could not be opened, decoded or reported. `Display` is one line starting
 /// with the file; the cause, when there is one, is the error's `source`.
 #[derive(Debug, thiserror::Error)]
@@ -267,7 +270,10 @@ impl Recording {
         pass: impl FnOnce() -> T + Send,
     ) -> T {
         let stop = AtomicBool::new(false);
-        let files = self.ctx.spaces.executable_files();
+        let mut files = self.ctx.spaces.executable_files();
+        // The programs first, then their libraries: a system-wide recording maps hundreds of
+        // files, most without a sample, whose loading would take CPU from the decode.
+        files.truncate(MAX_PRELOADED_FILES);
         std::thread::scope(|scope| {
             let pass = scope.spawn(|| {
                 let out = pass();
