@@ -28,23 +28,27 @@
 //!
 //! Why not the system's libraries: glibc, libm and libstdc++ ship SVE and AVX-512 variants
 //! (`__memcpy_sve`, `__memmove_avx512_unaligned_erms`) that an ifunc resolver picks at load
-//! time from the HWCAPs or CPUID, and Valgrind reports neither SVE nor AVX-512 to the program,
-//! so those variants are never run under it. The same holds for such variants linked into a
-//! static program: functions whose names are reserved to the implementation (starting with
-//! an underscore, C11 §7.1.3, except C++'s and Rust's mangled `_Z`/`_R` names) are not
-//! counted. A library is "the system's" when it is found only in the dynamic
-//! loader's default places (the loader cache, /lib, /usr/lib); the ones reached through the
-//! program's RUNPATH/RPATH or LD_LIBRARY_PATH (outside /lib and /usr/lib) are read.
+//! time from the HWCAPs or CPUID, and Valgrind does not report what it cannot run to the
+//! program (measured on x86-64 with Valgrind 3.19: `__builtin_cpu_supports("avx512f")` is
+//! false under it on a machine with AVX-512; on arm64 the same is expected of AT_HWCAP's SVE
+//! bit, not measured here), so those variants are not run under it. The same holds for such
+//! variants linked into a static program: functions whose names are reserved to the
+//! implementation (starting with an underscore, C11 §7.1.3, except C++'s and Rust's mangled
+//! `_Z`/`_R` names) are not counted. A library is "the system's" when it is found only in the
+//! dynamic loader's default places (the loader cache, /lib, /usr/lib); the ones reached
+//! through the program's RUNPATH/RPATH or LD_LIBRARY_PATH (outside /lib and /usr/lib) are read.
 //!
 //! Refuse or warn: a program built with `-march=...+sve` or `-mavx512f` uses those instructions
 //! unconditionally, and dies under Valgrind; a program that checks the CPU first (getauxval's
 //! HWCAPs, GCC's `__builtin_cpu_supports` or function multi-versioning, ifunc, `cpuid`, an
 //! `MRS` of an ID_AA64*_EL1 feature register) runs its other path under Valgrind, and runs
 //! fine. So unsupported instructions are refused only in a file that shows none of these
-//! checks and has a symbol table; otherwise spelunk warns and runs, and if the program still
-//! meets such an instruction, the SIGILL is said plainly after the run ([`explain_sigill`]).
-//! A program that detects the CPU some other way (reading /proc/cpuinfo) is refused wrongly:
-//! the message says to rebuild it without the extension for the emulated run.
+//! checks and has a symbol table (in a static program, CPUID and ID-register reads are not
+//! taken as checks: its C library's start-up code does them); otherwise spelunk warns and
+//! runs, and if the program still meets such an instruction, the SIGILL is said plainly after
+//! the run ([`explain_sigill`]). A program that detects the CPU some other way (reading
+//! /proc/cpuinfo) is refused wrongly: the message says to rebuild it without the extension for
+//! the emulated run.
 
 use crate::flow::program_path;
 use crate::session::ProgramExit;
@@ -288,8 +292,13 @@ impl ProgramCheck {
         Some(s)
     }
 
-    /// Warnings for instructions the program may avoid at run time (the run goes ahead).
+    /// Warnings for instructions the program may avoid at run time and for files that could
+    /// not be read (the run goes ahead).
     pub fn warnings(&self) -> Vec<String> {
+        let unread = self
+            .unread
+            .iter()
+            .map(|e| format!("not checked for what Valgrind cannot run: {e}"));
         self.findings
             .iter()
             .filter_map(|f| match f {
@@ -303,6 +312,7 @@ impl ProgramCheck {
                 }),
                 _ => None,
             })
+            .chain(unread)
             .collect()
     }
 }
@@ -631,10 +641,11 @@ impl Elf {
             .collect())
     }
 
-    /// A file with a dynamic section (a dynamic executable or a shared library); a static
-    /// program carries the C library's own CPU checks, which say nothing about its code.
+    /// A file that needs shared libraries (a dynamic executable or library); a static program,
+    /// static-pie included, carries the C library's own CPU checks, which say nothing about
+    /// its code.
     fn is_dynamic(&self) -> bool {
-        self.sections.iter().any(|s| s.kind == SHT_DYNAMIC)
+        self.dynamic.iter().any(|(tag, _)| *tag == DT_NEEDED)
     }
 
     /// The symbols that name functions: `.symtab`'s, else `.dynsym`'s.
@@ -678,7 +689,9 @@ impl Elf {
                 s.name
             ));
         }
-        if let Some(f) = checks_in_code {
+        // A static program's own C library reads CPUID or the ID registers at start-up
+        // (glibc's init_cpu_features), so only a dynamic file's reads say something.
+        if let Some(f) = checks_in_code.filter(|_| self.is_dynamic()) {
             return Some(format!(
                 "{f} reads the CPU's feature registers (it may choose another path)"
             ));
@@ -1074,6 +1087,17 @@ mod tests {
         };
         assert_eq!(avoided.refusal("spelunk record"), None);
         assert_eq!(avoided.warnings().len(), 1);
+        let unread = ProgramCheck {
+            findings: Vec::new(),
+            unread: vec!["lib.so: truncated section header table".into()],
+        };
+        assert_eq!(
+            unread.warnings(),
+            vec![
+                "not checked for what Valgrind cannot run: lib.so: truncated section header \
+                 table"
+            ]
+        );
     }
 
     #[test]
