@@ -29,9 +29,11 @@
 //! Why not the system's libraries: glibc, libm and libstdc++ ship SVE and AVX-512 variants
 //! (`__memcpy_sve`, `__memmove_avx512_unaligned_erms`) that an ifunc resolver picks at load
 //! time from the HWCAPs or CPUID, and Valgrind does not report what it cannot run to the
-//! program (measured on x86-64 with Valgrind 3.19: `__builtin_cpu_supports("avx512f")` is
-//! false under it on a machine with AVX-512; on arm64 the same is expected of AT_HWCAP's SVE
-//! bit, not measured here), so those variants are not run under it. The same holds for such
+//! program, so those variants are not run under it. Measured with Valgrind 3.19: on x86-64,
+//! `__builtin_cpu_supports("avx512f")` is false under it on a machine with AVX-512; on arm64
+//! (Debian's arm64 build under qemu-aarch64, whose CPU has SVE, SVE2 and SME) AT_HWCAP is
+//! 0xecfffffb natively and 0x1fb under Valgrind, without HWCAP_SVE, and AT_HWCAP2 loses SVE2
+//! and SME. The same holds for such
 //! variants linked into a static program: functions whose names are reserved to the
 //! implementation (starting with an underscore, C11 §7.1.3, except C++'s and Rust's mangled
 //! `_Z`/`_R` names) are not counted. A library is "the system's" when it is found only in the
@@ -1114,6 +1116,25 @@ mod tests {
         let m = explain_sigill(&lines, &ProgramCheck::default());
         assert!(
             m.starts_with("the program stopped with SIGILL at 0x109165: main (avx.c:6) under the emulator: an instruction Valgrind does not implement"),
+            "{m}"
+        );
+        // Valgrind 3.19's arm64 build (under qemu-aarch64) on `ptrue p0.b` in sve_kernel.
+        let lines: Vec<String> = [
+            "==25152== valgrind: Unrecognised instruction at address 0x108754.",
+            "==25152==    at 0x108754: sve_kernel (sve.c:3)",
+            "==25152== Process terminating with default action of signal 4 (SIGILL)",
+            "==25152==  Illegal opcode at address 0x108754",
+            "==25152==    at 0x108754: sve_kernel (sve.c:3)",
+            "==25152==    by 0x10877B: main (sve.c:5)",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let m = explain_sigill(&lines, &ProgramCheck::default());
+        assert!(
+            m.starts_with(
+                "the program stopped with SIGILL at 0x108754: sve_kernel (sve.c:3) under"
+            ),
             "{m}"
         );
     }
