@@ -650,14 +650,10 @@ impl Elf {
         self.dynamic.iter().any(|(tag, _)| *tag == DT_NEEDED)
     }
 
-    /// The symbols that name functions: `.symtab`'s, else `.dynsym`'s.
+    /// The function symbols of `.symtab` (`.dynsym` names only the exported functions, so a
+    /// stripped file is read whole instead).
     fn function_symbols(&self) -> impl Iterator<Item = &Symbol> {
-        let table = if self.symtab.is_empty() {
-            &self.dynsym
-        } else {
-            &self.symtab
-        };
-        table
+        self.symtab
             .iter()
             .filter(|s| matches!(s.kind, STT_FUNC | STT_GNU_IFUNC) && s.size > 0)
     }

@@ -258,4 +258,31 @@ fn a_plain_program_passes_and_its_own_libraries_are_read() {
     let at: Vec<u64> = code[0].first.iter().map(|s| s.address).collect();
     assert_eq!(at, evex);
     assert_eq!(code[0].first[0].function.as_deref(), Some("wide"));
+    assert_eq!(code[0].maybe_avoided, None);
+
+    // Stripped, the library is read whole: the same instruction, no name, and only a warning
+    // (without a symbol table its code cannot be told from run-time-selected variants).
+    if !have("strip") {
+        return;
+    }
+    let st = Command::new("strip")
+        .arg(dir.join("libwide.so"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let check = check_files(&exe, Machine::X86_64);
+    let code = code_findings(&check.findings);
+    assert_eq!(code.len(), 1, "{check:?}");
+    assert_eq!(
+        code[0].first,
+        vec![CodeSite {
+            address: evex[0],
+            function: None
+        }]
+    );
+    assert!(code[0]
+        .maybe_avoided
+        .as_deref()
+        .is_some_and(|w| w.contains("no symbol table")));
+    assert_eq!(check.refusal("spelunk record"), None);
 }
