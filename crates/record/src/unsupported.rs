@@ -20,6 +20,9 @@
 //!   byte 0x62 after the legacy prefixes is always EVEX (Intel SDM vol. 2 §2.7, "Intel AVX-512
 //!   encoding"), so an instruction the decoder does not know is still counted when it starts so.
 //!
+//! The ELF headers, symbol tables and dynamic entries are parsed with the `object` crate; code
+//! is then read section by section, never the whole file at once.
+//!
 //! Where: the executable sections of the main program and of the libraries it needs that are
 //! not the system's. On aarch64, words inside a function are skipped where the ELF mapping
 //! symbols (`$d` … `$x`, AAELF64 §5.7 "Mapping symbols") mark data (literal pools); with a
@@ -54,7 +57,10 @@
 
 use crate::flow::program_path;
 use crate::session::ProgramExit;
-use spelunk_perf::bytes::{u16_at, u32_at, u64_at};
+use object::elf::{DynamicTag, FileHeader64, SectionType, SymbolType};
+use object::read::elf::{FileHeader, SectionHeader, Sym, SymbolTable};
+use object::{Endianness, ReadCache};
+use spelunk_perf::bytes::u16_at;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fmt::Write as _;
@@ -453,22 +459,10 @@ pub fn explain_sigill(valgrind_lines: &[String], check: &ProgramCheck) -> String
 }
 
 // ---- ELF ---------------------------------------------------------------------------------
-// System V ABI, ELF-64: header e_shoff at 0x28, e_shentsize 0x3a, e_shnum 0x3c, e_shstrndx
-// 0x3e; section header (64 bytes) sh_name u32 @0, sh_type u32 @4, sh_flags u64 @8, sh_addr
-// u64 @16, sh_offset u64 @24, sh_size u64 @32, sh_link u32 @40; symbol (24 bytes) st_name u32
-// @0, st_info u8 @4, st_shndx u16 @6, st_value u64 @8, st_size u64 @16; dynamic entry (16
-// bytes) d_tag i64 @0, d_val u64 @8.
-
-const SHT_SYMTAB: u32 = 2;
-const SHT_DYNAMIC: u32 = 6;
-const SHT_NOBITS: u32 = 8;
-const SHT_DYNSYM: u32 = 11;
-const SHF_EXECINSTR: u64 = 4;
-const STT_FUNC: u8 = 2;
-const STT_GNU_IFUNC: u8 = 10;
-const DT_NEEDED: u64 = 1;
-const DT_RPATH: u64 = 15;
-const DT_RUNPATH: u64 = 29;
+use object::elf::{
+    DT_NEEDED, DT_RPATH, DT_RUNPATH, SHF_EXECINSTR, SHT_DYNSYM, SHT_NOBITS, SHT_SYMTAB, STT_FUNC,
+    STT_GNU_IFUNC,
+};
 
 /// Names whose presence shows the program checks the CPU's features at run time: the auxv
 /// HWCAP reader, GCC's and LLVM's `__builtin_cpu_supports` and function multi-versioning
@@ -485,24 +479,24 @@ const CPU_CHECK_SYMBOLS: [&str; 7] = [
 
 #[derive(Clone, Debug)]
 struct Section {
-    kind: u32,
+    kind: SectionType,
     flags: u64,
     addr: u64,
     offset: u64,
     size: u64,
-    link: u32,
 }
 
 #[derive(Clone, Debug)]
 struct Symbol {
     name: String,
-    kind: u8,
+    kind: SymbolType,
     section: u16,
     value: u64,
     size: u64,
 }
 
-/// The parts of an ELF file the check reads.
+/// The parts of an ELF file the check reads: headers, symbols and dynamic entries parsed by
+/// the `object` crate; code is read later, section by section, from `file`.
 struct Elf {
     machine: Machine,
     sections: Vec<Section>,
@@ -510,7 +504,7 @@ struct Elf {
     symtab: Vec<Symbol>,
     dynsym: Vec<Symbol>,
     /// (tag, string) of DT_NEEDED, DT_RPATH, DT_RUNPATH.
-    dynamic: Vec<(u64, String)>,
+    dynamic: Vec<(DynamicTag, String)>,
     file: std::fs::File,
 }
 
@@ -529,13 +523,58 @@ fn read_at(f: &mut std::fs::File, path: &Path, offset: u64, len: u64) -> Result<
     Ok(buf)
 }
 
-fn c_string(table: &[u8], at: u32) -> String {
-    let start = (at as usize).min(table.len());
-    let end = table[start..]
+/// The symbols of one table, names decoded lossily.
+fn symbols_of<'data>(
+    table: &SymbolTable<'data, FileHeader64<Endianness>, &'data ReadCache<std::fs::File>>,
+    endian: Endianness,
+) -> Vec<Symbol> {
+    table
         .iter()
-        .position(|&b| b == 0)
-        .map_or(table.len(), |e| start + e);
-    String::from_utf8_lossy(&table[start..end]).into_owned()
+        .map(|s| Symbol {
+            name: String::from_utf8_lossy(s.name(endian, table.strings()).unwrap_or_default())
+                .into_owned(),
+            kind: s.st_type(),
+            section: s.st_shndx(endian).0,
+            value: s.st_value(endian),
+            size: s.st_size(endian),
+        })
+        .collect()
+}
+
+type Tables = (
+    Vec<Section>,
+    Vec<Symbol>,
+    Vec<Symbol>,
+    Vec<(DynamicTag, String)>,
+);
+
+/// Section headers, both symbol tables and the dynamic entries of a 64-bit ELF file.
+fn parse_tables(data: &ReadCache<std::fs::File>) -> object::Result<Tables> {
+    let header = FileHeader64::<Endianness>::parse(data)?;
+    let endian = header.endian()?;
+    let table = header.sections(endian, data)?;
+    let sections = table
+        .iter()
+        .map(|s| Section {
+            kind: s.sh_type(endian),
+            flags: s.sh_flags(endian).0,
+            addr: s.sh_addr(endian),
+            offset: s.sh_offset(endian),
+            size: s.sh_size(endian),
+        })
+        .collect();
+    let symtab = symbols_of(&table.symbols(endian, data, SHT_SYMTAB)?, endian);
+    let dynsym = symbols_of(&table.symbols(endian, data, SHT_DYNSYM)?, endian);
+    let dyn_table = table.dynamic_table(endian, data)?;
+    let dynamic = dyn_table
+        .iter()
+        .filter(|d| matches!(d.tag, DT_NEEDED | DT_RPATH | DT_RUNPATH))
+        .map(|d| {
+            let name = dyn_table.string(d).unwrap_or_default();
+            (d.tag, String::from_utf8_lossy(name).into_owned())
+        })
+        .collect();
+    Ok((sections, symtab, dynsym, dynamic))
 }
 
 impl Elf {
@@ -543,17 +582,18 @@ impl Elf {
     fn read(path: &Path) -> Result<Option<Elf>, String> {
         let bad = |what: &str| format!("{}: {what}", path.display());
         let mut file = std::fs::File::open(path).map_err(|e| bad(&format!("cannot open: {e}")))?;
-        let mut head = Vec::with_capacity(64);
+        let mut head = Vec::with_capacity(20);
         (&mut file)
-            .take(64)
+            .take(20)
             .read_to_end(&mut head)
             .map_err(|e| bad(&format!("cannot read: {e}")))?;
         if head.get(..4) != Some(b"\x7fELF".as_slice()) {
             return Ok(None);
         }
+        // ELF identification (System V ABI): EI_CLASS at 4, EI_DATA at 5; e_machine at 0x12 in
+        // both classes, read here so a 32-bit or big-endian file is named by its machine.
         let class = head.get(4).copied().unwrap_or(0);
-        let e_machine = u16_at(&head, 0x12).unwrap_or(0);
-        let machine = Machine::from_elf(class, e_machine);
+        let machine = Machine::from_elf(class, u16_at(&head, 0x12).unwrap_or(0));
         let mut elf = Elf {
             machine,
             sections: Vec::new(),
@@ -566,81 +606,12 @@ impl Elf {
             // Another class or big-endian: only the machine matters (it is not the host's).
             return Ok(Some(elf));
         }
-        let truncated = || bad("truncated ELF header");
-        let shoff = u64_at(&head, 0x28).ok_or_else(truncated)?;
-        let shentsize = u64::from(u16_at(&head, 0x3a).ok_or_else(truncated)?);
-        let shnum = u64::from(u16_at(&head, 0x3c).ok_or_else(truncated)?);
-        if shnum == 0 || shentsize < 64 {
-            return Ok(Some(elf));
-        }
-        let table = read_at(&mut elf.file, path, shoff, shnum * shentsize)?;
-        for i in 0..shnum as usize {
-            let b = i * shentsize as usize;
-            let s = (|| {
-                Some(Section {
-                    kind: u32_at(&table, b + 4)?,
-                    flags: u64_at(&table, b + 8)?,
-                    addr: u64_at(&table, b + 16)?,
-                    offset: u64_at(&table, b + 24)?,
-                    size: u64_at(&table, b + 32)?,
-                    link: u32_at(&table, b + 40)?,
-                })
-            })()
-            .ok_or_else(|| bad("truncated section header table"))?;
-            elf.sections.push(s);
-        }
-        for i in 0..elf.sections.len() {
-            match elf.sections[i].kind {
-                SHT_SYMTAB => elf.symtab = elf.symbols(path, i)?,
-                SHT_DYNSYM => elf.dynsym = elf.symbols(path, i)?,
-                SHT_DYNAMIC => elf.dynamic = elf.dynamic_strings(path, i)?,
-                _ => {}
-            }
-        }
+        let cache = ReadCache::new(elf.file);
+        let tables = parse_tables(&cache);
+        elf.file = cache.into_inner();
+        (elf.sections, elf.symtab, elf.dynsym, elf.dynamic) =
+            tables.map_err(|e| bad(&format!("malformed ELF file: {e}")))?;
         Ok(Some(elf))
-    }
-
-    /// The bytes of section `i` and of the string table it links to.
-    fn with_strings(&mut self, path: &Path, i: usize) -> Result<(Vec<u8>, Vec<u8>), String> {
-        let s = self.sections[i].clone();
-        let data = read_at(&mut self.file, path, s.offset, s.size)?;
-        let strings = match self.sections.get(s.link as usize).cloned() {
-            Some(t) if t.kind != SHT_NOBITS => read_at(&mut self.file, path, t.offset, t.size)?,
-            _ => Vec::new(),
-        };
-        Ok((data, strings))
-    }
-
-    fn symbols(&mut self, path: &Path, i: usize) -> Result<Vec<Symbol>, String> {
-        let (data, strings) = self.with_strings(path, i)?;
-        Ok(data
-            .chunks_exact(24)
-            .filter_map(|e| {
-                Some(Symbol {
-                    name: c_string(&strings, u32_at(e, 0)?),
-                    kind: e[4] & 0xf,
-                    section: u16_at(e, 6)?,
-                    value: u64_at(e, 8)?,
-                    size: u64_at(e, 16)?,
-                })
-            })
-            .collect())
-    }
-
-    fn dynamic_strings(&mut self, path: &Path, i: usize) -> Result<Vec<(u64, String)>, String> {
-        let (data, strings) = self.with_strings(path, i)?;
-        Ok(data
-            .chunks_exact(16)
-            .filter_map(|e| Some((u64_at(e, 0)?, u64_at(e, 8)?)))
-            .take_while(|(tag, _)| *tag != 0)
-            .filter(|(tag, _)| matches!(*tag, DT_NEEDED | DT_RPATH | DT_RUNPATH))
-            .map(|(tag, v)| {
-                (
-                    tag,
-                    c_string(&strings, u32::try_from(v).unwrap_or(u32::MAX)),
-                )
-            })
-            .collect())
     }
 
     /// A file that needs shared libraries (a dynamic executable or library); a static program,
@@ -710,7 +681,7 @@ impl Elf {
         let exec = |i: usize| {
             self.sections
                 .get(i)
-                .is_some_and(|s| s.flags & SHF_EXECINSTR != 0 && s.kind != SHT_NOBITS)
+                .is_some_and(|s| s.flags & SHF_EXECINSTR.0 != 0 && s.kind != SHT_NOBITS)
         };
         let mut ranges: Vec<(usize, u64, u64, Option<String>)> = self
             .function_symbols()
@@ -822,7 +793,7 @@ impl Elf {
             .parent()
             .map(|d| d.to_string_lossy().into_owned())
             .unwrap_or_else(|| ".".into());
-        let dirs_of = |tag: u64| -> Vec<String> {
+        let dirs_of = |tag: DynamicTag| -> Vec<String> {
             self.dynamic
                 .iter()
                 .filter(|(t, _)| *t == tag)
