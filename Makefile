@@ -25,9 +25,12 @@ fmt-check:
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-# SPELUNK_REQUIRE_RUNTIME: the LD_PRELOAD runtime's tests (gcc, addr2line) must run, not skip.
+# SPELUNK_REQUIRE_RUNTIME: the LD_PRELOAD runtime's tests (gcc, addr2line) must run, not skip;
+# SPELUNK_REQUIRE_CROSS: so must the aarch64 cases of the unsupported-instruction check (the
+# cross compiler is installed here, before the `cross` stage).
 unit:
-	SPELUNK_REQUIRE_RUNTIME=1 $(CARGO) test --workspace --locked
+	@scripts/ensure-deps.sh cross
+	SPELUNK_REQUIRE_RUNTIME=1 SPELUNK_REQUIRE_CROSS=1 $(CARGO) test --workspace --locked
 
 # The SPE/PMU emulator (Valgrind tool) and the workloads, built here; then the emulator's
 # acceptance tests and `spelunk record --emulate` end to end (perf 6.1 as the oracle).

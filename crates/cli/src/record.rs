@@ -16,7 +16,10 @@ use std::process::ExitCode;
 /// the way SPE does. It works on any Linux machine (x86-64 or aarch64) and is slow (around
 /// 100x). The perf.data is standard (`perf report -D`, `perf script` open it); the sidecar
 /// FILE.spelunk.json holds phases and objects named with include/spelunk.h, the counter
-/// timeline and the emulator's exact ground truth.
+/// timeline and the emulator's exact ground truth. Before the run, spelunk reads the program
+/// (and its own, non-system libraries) for what Valgrind cannot run: a program for another
+/// architecture, or SVE/SME (aarch64) or AVX-512 (x86-64) instructions, and refuses it, or
+/// only warns when the program checks the CPU's features before using them.
 ///
 /// Without --emulate, spelunk records with the machine's SPE (an `arm_spe_*` PMU: Arm metal
 /// with the kernel driver loaded; `spelunk check` says whether this machine can): one SPE

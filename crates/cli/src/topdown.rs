@@ -99,7 +99,8 @@ pub struct TopdownArgs {
 
     /// Count the command under spelunk's emulated Neoverse N1 (a Valgrind tool, emulator/;
     /// works on any Linux machine, ~100x slower); the program's output and exit status pass
-    /// through
+    /// through. A program Valgrind cannot run (another architecture; SVE/SME or AVX-512 used
+    /// without a CPU check) is refused before the run (docs/record.md)
     #[arg(long, conflicts_with_all = ["pid", "all_cpus", "cpus", "no_multiplex", "counters"])]
     pub emulate: bool,
 

@@ -9,6 +9,7 @@
 use crate::overhead::{children_cpu_ns, run_native, QuietStdout};
 use crate::session::{self, EmulatedRecording, Output, ProgramExit, SessionError};
 use crate::timeline::{self, TimelineError, TimelineOptions, TimelineRecording};
+use crate::unsupported;
 use crate::{hardware, HardwareRecording};
 use crate::{EmulatorError, EmulatorInstall, EmulatorOptions, HardwareError, HardwareOptions};
 use spelunk_perf::sidecar::{Overhead, Sidecar, SidecarError, TimedRun};
@@ -188,6 +189,8 @@ fn record_emulated(
             req.output.display()
         ));
     }
+    let check = unsupported::before_emulated_run(&req.command[0], "spelunk record", say)
+        .map_err(RecordFlowError::Options)?;
     let install = EmulatorInstall::locate()?;
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
@@ -198,14 +201,19 @@ fn record_emulated(
         perf_data: req.output.clone(),
         keep_trace: req.keep_trace,
     };
+    let mut valgrind_lines = Vec::new();
     let rec = EmulatedRecording::run(
         &install,
         &options,
         output,
         &req.command,
         &req.cmdline,
-        |l| say(&format!("valgrind: {l}")),
+        |l| {
+            say(&format!("valgrind: {l}"));
+            valgrind_lines.push(l.to_owned());
+        },
     )?;
+    unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
     Ok(Recorded::Emulated(rec))
 }
 
@@ -534,6 +542,9 @@ pub fn emulated_topdown(
     if run.command.is_empty() {
         return refuse("--emulate needs the command to run after `--`".into());
     }
+    let check =
+        unsupported::before_emulated_run(OsStr::new(&run.command[0]), "spelunk topdown", say)
+            .map_err(RecordFlowError::Options)?;
     let install = EmulatorInstall::locate()?;
     let options = EmulatorOptions {
         extra: run.emulator_opts.clone(),
@@ -560,9 +571,12 @@ pub fn emulated_topdown(
          program to run ~100x slower than natively)",
         run.command[0]
     ));
+    let mut valgrind_lines = Vec::new();
     let rec = EmulatedRecording::run(&install, &options, output, &command, &run.cmdline, |l| {
-        say(&format!("valgrind: {l}"))
+        say(&format!("valgrind: {l}"));
+        valgrind_lines.push(l.to_owned());
     })?;
+    unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
     let conv = &rec.conversion;
     for w in &conv.warnings {
         say(&format!("warning: {w}"));

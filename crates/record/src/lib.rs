@@ -10,6 +10,9 @@
 //! - [`timeline`]: resident memory per NUMA node and PMU counters of the process tree over
 //!   time, on any machine (`spelunk record --no-spe` records them alone).
 //!
+//! [`unsupported`] reads the program before an emulated run for what Valgrind cannot run
+//! (another architecture, SVE/SME, AVX-512).
+//!
 //! [`flow`] is `spelunk record` from its options to the typed recording (which recorder, the
 //! checks before the program runs, `--overhead`'s interleaved runs) and `spelunk topdown
 //! --emulate`'s, so that front ends only parse flags and render.
@@ -22,6 +25,7 @@ pub mod overhead;
 pub mod runtime_log;
 pub mod session;
 pub mod timeline;
+pub mod unsupported;
 
 pub use convert::{convert, Conversion, ConvertError};
 pub use emulator::{EmulatedRun, EmulatorError, EmulatorInstall, EmulatorOptions};
