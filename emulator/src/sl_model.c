@@ -176,20 +176,24 @@ static const SlPlatform sl_platforms[] = {
 
 #define SL_NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The entry of a preset table whose first member (its name) is `name`, or NULL. */
+static const void *find_named(const void *table, UInt n, ULong size, const HChar *name)
+{
+   const UChar *e = table;
+   UInt i;
+   for (i = 0; name && i < n; i++, e += size)
+      if (SL_STRCMP(*(const HChar *const *)e, name) == 0) return e;
+   return NULL;
+}
+
 static const SlCoreModel *find_core(const HChar *name)
 {
-   UInt i;
-   for (i = 0; name && i < SL_NELEMS(sl_core_models); i++)
-      if (SL_STRCMP(sl_core_models[i].name, name) == 0) return &sl_core_models[i];
-   return NULL;
+   return find_named(sl_core_models, SL_NELEMS(sl_core_models), sizeof sl_core_models[0], name);
 }
 
 static const SlPlatform *find_platform(const HChar *name)
 {
-   UInt i;
-   for (i = 0; name && i < SL_NELEMS(sl_platforms); i++)
-      if (SL_STRCMP(sl_platforms[i].name, name) == 0) return &sl_platforms[i];
-   return NULL;
+   return find_named(sl_platforms, SL_NELEMS(sl_platforms), sizeof sl_platforms[0], name);
 }
 
 Bool sl_cpu_model_known(const HChar *name) { return find_core(name) != NULL; }

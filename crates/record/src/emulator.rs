@@ -129,8 +129,22 @@ pub struct UnknownMachine {
     pub valid: String,
 }
 
-fn names<const N: usize>(list: &[(&str, &str); N]) -> String {
-    list.iter().map(|e| e.0).collect::<Vec<_>>().join(", ")
+/// Accepts no name or one of `list`'s.
+fn known(
+    name: &Option<String>,
+    list: &[(&str, &str)],
+    flag: &'static str,
+    what: &'static str,
+) -> Result<(), UnknownMachine> {
+    match name {
+        Some(n) if !list.iter().any(|e| e.0 == n) => Err(UnknownMachine {
+            flag,
+            name: n.clone(),
+            what,
+            valid: list.iter().map(|e| e.0).collect::<Vec<_>>().join(", "),
+        }),
+        _ => Ok(()),
+    }
 }
 
 impl EmulatedMachine {
@@ -143,26 +157,8 @@ impl EmulatedMachine {
         let norm = |s: &str| s.trim().to_ascii_lowercase().replace('_', "-");
         let platform = platform.map(norm);
         let cpu_model = cpu_model.map(norm);
-        if let Some(p) = &platform {
-            if !EMULATED_PLATFORMS.iter().any(|e| e.0 == p) {
-                return Err(UnknownMachine {
-                    flag: "--platform",
-                    name: p.clone(),
-                    what: "platform",
-                    valid: names(&EMULATED_PLATFORMS),
-                });
-            }
-        }
-        if let Some(c) = &cpu_model {
-            if !EMULATED_CORES.iter().any(|e| e.0 == c) {
-                return Err(UnknownMachine {
-                    flag: "--cpu-model",
-                    name: c.clone(),
-                    what: "emulated core",
-                    valid: names(&EMULATED_CORES),
-                });
-            }
-        }
+        known(&platform, &EMULATED_PLATFORMS, "--platform", "platform")?;
+        known(&cpu_model, &EMULATED_CORES, "--cpu-model", "emulated core")?;
         Ok(EmulatedMachine {
             platform,
             cpu_model,
