@@ -917,6 +917,39 @@ fn neoverse_v2_slot_events_keep_their_identities() {
     }
 }
 
+/// SPE event bit 12 ("late prefetch") is N1's IMPLEMENTATION DEFINED event ([SPE methodology
+/// table 4.5]): reading 16 MiB (bw_mem), whose lines the stream prefetcher has often not
+/// brought in yet when the load comes, N1 records flag it and V2 records never do, though
+/// the V2's loads wait for lines in flight just the same (ground truth).
+#[test]
+fn only_n1_records_flag_late_prefetches() {
+    let Some((_, wl)) = setup() else { return };
+    let late = |core: &str| {
+        let r = emulate(
+            &format!("late-{core}"),
+            &[
+                &format!("--cpu-model={core}"),
+                "--filter=load",
+                "--timeline-us=0",
+            ],
+            &wl.join("bw_mem"),
+            &["-r", "1", "16m"],
+        );
+        let flagged = r
+            .trace
+            .samples
+            .iter()
+            .filter(|s| s.record.events.is_some_and(|e| e.bits() & (1 << 12) != 0))
+            .count();
+        (flagged, r.trace.total(events::TRUTH_LATE_PREFETCH_HITS))
+    };
+    let (n1_flagged, n1_truth) = late("neoverse-n1");
+    let (v2_flagged, v2_truth) = late("neoverse-v2");
+    assert!(n1_truth > 0 && v2_truth > 0, "{n1_truth} {v2_truth}");
+    assert!(n1_flagged > 0, "{n1_flagged} of {n1_truth}");
+    assert_eq!(v2_flagged, 0);
+}
+
 /// lat_mem_rd through 64 MiB, twice Graviton3's 32 MiB SLC, under `--platform=graviton3`: the
 /// loads come from DRAM at its configured latency (101 ns: 263 cycles at 2.6 GHz), by the
 /// derived latency of [SPE methodology §4.2.4] within the 5 % of the N1 plateau test. The page
