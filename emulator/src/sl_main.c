@@ -87,7 +87,63 @@ static Bool parse_filter(const HChar *v)
    return True;
 }
 
+/* Presets (--platform, --cpu-model) are applied after every option was read; the options that
+ * set configuration fields override them whatever their order. cfg_explicit marks the bytes of
+ * `cfg` an option wrote (found by parsing each option over two fill patterns). */
+static const HChar *clo_platform, *clo_cpu_model;
+static UChar cfg_explicit[sizeof(SlConfig)];
+
+static Bool parse_option(const HChar *arg);
+
 static Bool sl_process_cmd_line_option(const HChar *arg)
+{
+   SlConfig saved = cfg;
+   UChar *b = (UChar *)&cfg;
+   UInt i, fill;
+   if (VG_STR_CLO(arg, "--platform", clo_platform)) {
+      if (!sl_platform_known(clo_platform))
+         VG_(fmsg_bad_option)(arg, "unknown platform; valid: " SL_PLATFORMS "\n");
+      return True;
+   }
+   if (VG_STR_CLO(arg, "--cpu-model", clo_cpu_model)) {
+      if (!sl_cpu_model_known(clo_cpu_model))
+         VG_(fmsg_bad_option)(arg, "unknown core; valid: " SL_CPU_MODELS "\n");
+      return True;
+   }
+   for (fill = 0; fill < 2; fill++) {
+      VG_(memset)(&cfg, fill ? 0xff : 0, sizeof cfg);
+      if (!parse_option(arg)) {
+         cfg = saved;
+         return False;
+      }
+      for (i = 0; i < sizeof cfg; i++)
+         if (b[i] != (fill ? 0xff : 0)) cfg_explicit[i] = 1;
+   }
+   cfg = saved;
+   return parse_option(arg);
+}
+
+/* Applies the presets under the explicitly set fields (sl_post_clo_init). */
+static void apply_presets(void)
+{
+   SlConfig preset;
+   const HChar *err;
+   UChar *p = (UChar *)&preset;
+   const UChar *e = (const UChar *)&cfg;
+   UInt i;
+   if (!clo_platform && !clo_cpu_model) return;
+   sl_config_default(&preset);
+   err = sl_config_preset(&preset, clo_platform, clo_cpu_model);
+   if (err) {
+      VG_(fmsg)("spelunk: %s\n", err);
+      VG_(exit)(1);
+   }
+   for (i = 0; i < sizeof preset; i++)
+      if (cfg_explicit[i]) p[i] = e[i];
+   cfg = preset;
+}
+
+static Bool parse_option(const HChar *arg)
 {
    const HChar *s;
    Long v;
@@ -191,6 +247,11 @@ static void sl_print_usage(void)
       "    --event-filter=<hexmask>   SPE events filter (PMSEVFR) [0 = off]\n"
       "    --collisions=yes|no        model sample collisions [yes]\n"
       "    --ts=yes|no --pa=yes|no    timestamps / physical addresses in samples [yes]\n"
+      "    --cpu-model=<name>         emulated core: " SL_CPU_MODELS " [neoverse-n1]\n"
+      "    --platform=<name>          system preset (core, clock, L2, SLC, page size, DRAM latency,\n"
+      "                               cores): " SL_PLATFORMS "\n"
+      "                               (options that set a parameter override the presets,\n"
+      "                               whatever their order; emulator/MODEL.md)\n"
       "    --cpu-hz=<hz> --timer-hz=<hz>  core clock [2800000000], generic timer [1000000000]\n"
       "    --midr=<hex> --cpu-name=<s>    CPU identity claimed [0x413fd0c1 Neoverse N1]\n"
       "    --page-size=<bytes>        translation granule [2097152]\n"
@@ -552,7 +613,14 @@ static void emit_sample(void *ctx, const SlSample *s)
 {
    (void)ctx;
    if (!trace_enabled) return;
-   slt_sample(&trace, cur ? (UInt)cur->os_tid : 0, s);
+   if (!cfg.spe_late_prefetch && (s->events & SL_EV_LATE_PREFETCH)) {
+      /* bit 12 is N1's IMPLEMENTATION DEFINED "late prefetch"; other cores do not define it */
+      SlSample t = *s;
+      t.events &= ~SL_EV_LATE_PREFETCH;
+      slt_sample(&trace, cur ? (UInt)cur->os_tid : 0, &t);
+   } else {
+      slt_sample(&trace, cur ? (UInt)cur->os_tid : 0, s);
+   }
    samples_written++;
 }
 
@@ -563,8 +631,8 @@ static void emit_counters(SlThread *th, SlCore *c, UChar reason)
    ULong v[SL_NCOUNTERS];
    if (!trace_enabled) return;
    sl_core_counters(c, v);
-   slt_counters(&trace, th ? (UInt)th->os_tid : 0, c->id, reason, core_ticks(c), sl_cycles(c->t),
-                v);
+   slt_counters(&trace, &cfg, th ? (UInt)th->os_tid : 0, c->id, reason, core_ticks(c),
+                sl_cycles(c->t), v);
 }
 
 static void emit_mapping(Addr start, SizeT len, Bool r, Bool w, Bool x, ULong off,
@@ -2340,7 +2408,7 @@ static void open_trace(const HChar *path)
    slt_file_header(&trace);
    slt_config(&trace, &cfg, (UInt)clo_switch_min, (UInt)clo_switch_max, (ULong)clo_timeline_us * 1000,
               SL_TOOL_VERSION, SL_HOST_ARCH);
-   slt_counter_schema(&trace);
+   slt_counter_schema(&trace, &cfg);
    emit_process();
 }
 
@@ -2381,6 +2449,7 @@ static void sl_post_clo_init(void)
    const HChar *err;
    if (clo_switch_min < 1) clo_switch_min = 1;
    if (clo_switch_max < clo_switch_min) clo_switch_max = clo_switch_min;
+   apply_presets();
    err = sl_config_check(&cfg);
    if (err) {
       VG_(fmsg)("spelunk: bad configuration: %s\n", err);

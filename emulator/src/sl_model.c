@@ -48,6 +48,13 @@ const SlCounterInfo sl_counter_info[SL_NCOUNTERS] = {
    [SL_C_L2D_TLB] = {0x2f, "L2D_TLB"},
    [SL_C_L2D_TLB_REFILL] = {0x2d, "L2D_TLB_REFILL"},
    [SL_C_L2D_CACHE_WB] = {0x18, "L2D_CACHE_WB"},
+   /* Arm's Neoverse V1, V2 and N2 PMU event lists (telemetry specifications, "events" codes) */
+   [SL_C_BR_MIS_PRED] = {0x10, "BR_MIS_PRED"},
+   [SL_C_OP_SPEC] = {0x3b, "OP_SPEC"},
+   [SL_C_OP_RETIRED] = {0x3a, "OP_RETIRED"},
+   [SL_C_STALL_SLOT] = {0x3f, "STALL_SLOT"},
+   [SL_C_STALL_SLOT_BACKEND] = {0x3d, "STALL_SLOT_BACKEND"},
+   [SL_C_STALL_SLOT_FRONTEND] = {0x3e, "STALL_SLOT_FRONTEND"},
    [SL_T_LD_OPS_L1D] = {0x80000000u, "TRUTH_LOAD_OPS_L1D"},
    [SL_T_LD_OPS_L2] = {0x80000001u, "TRUTH_LOAD_OPS_L2"},
    [SL_T_LD_OPS_PEER] = {0x80000002u, "TRUTH_LOAD_OPS_PEER_CORE"},
@@ -121,7 +128,117 @@ void sl_config_default(SlConfig *c)
    c->spe_collisions = True;
    c->spe_ts = True; c->spe_pa = True;
    c->spe_counter_bits = 12;       /* 12-bit saturating counters ([SPE methodology table 4.4] "Saturated") */
+   c->spe_late_prefetch = True;    /* N1's IMPLEMENTATION DEFINED event bit 12 ([SPE methodology table 4.5]) */
+   c->pmu_events = SL_EVSET_N1;
    c->seed = 0x5e1u;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* core and platform presets: every value and its source in emulator/MODEL.md "Cores and      */
+/* platforms"                                                                                 */
+
+typedef struct {
+   const HChar *name, *cpu_name;
+   ULong midr;
+   UInt dispatch_width, rob_size, mispredict_penalty, l2_size, pmu_events;
+   Bool spe_late_prefetch;
+} SlCoreModel;
+
+static const SlCoreModel sl_core_models[] = {
+   /* today's defaults (sl_config_default) */
+   {"neoverse-n1", "Neoverse N1", 0x413fd0c1ull, 4, 128, 11, 1u << 20, SL_EVSET_N1, True},
+   /* MIDR revision and dispatch slots: Arm's telemetry specification (product_configuration
+    * major/minor_revision, num_slots); windows assumed */
+   {"neoverse-v1", "Neoverse V1", 0x411fd402ull, 8, 256, 11, 1u << 20, SL_EVSET_SLOTS, False},
+   {"neoverse-v2", "Neoverse V2", 0x410fd4f0ull, 8, 320, 11, 2u << 20, SL_EVSET_SLOTS, False},
+   {"neoverse-n2", "Neoverse N2", 0x410fd493ull, 5, 160, 10, 1u << 20, SL_EVSET_SLOTS, False},
+};
+
+typedef struct {
+   const HChar *name, *core;
+   ULong cpu_hz;
+   UInt l2_size, slc_size, slc_assoc, page_shift, slc_lat, dram_lat, max_cores;
+   ULong midr; /* 0: the core's */
+} SlPlatform;
+
+static const SlPlatform sl_platforms[] = {
+   /* SLC and DRAM latencies in cycles at the platform clock: ns x GHz, rounded */
+   {"graviton2", "neoverse-n1", 2500000000ull, 1u << 20, 32u << 20, 16, 12, 92, 203, 64, 0},
+   {"graviton3", "neoverse-v1", 2600000000ull, 1u << 20, 32u << 20, 16, 12, 95, 263, 64, 0},
+   {"graviton4", "neoverse-v2", 2800000000ull, 2u << 20, 36u << 20, 18, 12, 102, 283, 96, 0},
+   {"grace", "neoverse-v2", 2600000000ull, 1u << 20, 117u << 20, 117, 16, 95, 263, 72, 0},
+   {"cobalt100", "neoverse-n2", 3400000000ull, 1u << 20, 64u << 20, 16, 12, 124, 343, 128,
+    0x6d0fd493ull},
+   {"altra", "neoverse-n1", 3000000000ull, 1u << 20, 32u << 20, 16, 12, 110, 303, 80, 0},
+   /* the stride case study's platform of [N1 PMU methodology]: latencies kept in cycles */
+   {"n1sdp", "neoverse-n1", 2600000000ull, 1u << 20, 8u << 20, 16, 12, 103, 283, 4, 0},
+};
+
+#define SL_NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The entry of a preset table whose first member (its name) is `name`, or NULL. */
+static const void *find_named(const void *table, UInt n, ULong size, const HChar *name)
+{
+   const UChar *e = table;
+   UInt i;
+   for (i = 0; name && i < n; i++, e += size)
+      if (SL_STRCMP(*(const HChar *const *)e, name) == 0) return e;
+   return NULL;
+}
+
+static const SlCoreModel *find_core(const HChar *name)
+{
+   return find_named(sl_core_models, SL_NELEMS(sl_core_models), sizeof sl_core_models[0], name);
+}
+
+static const SlPlatform *find_platform(const HChar *name)
+{
+   return find_named(sl_platforms, SL_NELEMS(sl_platforms), sizeof sl_platforms[0], name);
+}
+
+Bool sl_cpu_model_known(const HChar *name) { return find_core(name) != NULL; }
+Bool sl_platform_known(const HChar *name) { return find_platform(name) != NULL; }
+
+const HChar *sl_config_preset(SlConfig *c, const HChar *platform, const HChar *core)
+{
+   const SlPlatform *p = NULL;
+   const SlCoreModel *m;
+   if (platform) {
+      p = find_platform(platform);
+      if (!p) return "unknown platform; valid: " SL_PLATFORMS;
+   }
+   if (core) {
+      m = find_core(core);
+      if (!m) return "unknown core; valid: " SL_CPU_MODELS;
+   } else {
+      m = find_core(p ? p->core : "neoverse-n1");
+   }
+   c->cpu_name = m->cpu_name;
+   c->midr = m->midr;
+   c->dispatch_width = m->dispatch_width;
+   c->rob_size = m->rob_size;
+   c->mispredict_penalty = m->mispredict_penalty;
+   c->l2_size = m->l2_size;
+   c->pmu_events = m->pmu_events;
+   c->spe_late_prefetch = m->spe_late_prefetch;
+   if (p) {
+      c->cpu_hz = p->cpu_hz;
+      c->l2_size = p->l2_size;
+      c->slc_size = p->slc_size;
+      c->slc_assoc = p->slc_assoc;
+      c->page_shift = p->page_shift;
+      c->slc_lat = p->slc_lat;
+      c->dram_lat = p->dram_lat;
+      c->max_cores = p->max_cores;
+      if (p->midr && !core) c->midr = p->midr;
+   }
+   return NULL;
+}
+
+Bool sl_counter_implemented(const SlConfig *c, UInt i)
+{
+   if (i >= SL_C_BR_MIS_PRED && i <= SL_C_STALL_SLOT_FRONTEND) return c->pmu_events == SL_EVSET_SLOTS;
+   return i < SL_NCOUNTERS;
 }
 
 static Bool is_pow2(ULong x) { return x && !(x & (x - 1)); }
@@ -498,6 +615,18 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
    out[SL_C_SAMPLE_POP] = c->pop;
    out[SL_C_INST_SPEC] = c->pop;
    out[SL_C_BUS_ACCESS] = c->c[SL_C_BUS_ACCESS_RD] + c->c[SL_C_BUS_ACCESS_WR];
+   {
+      /* Slots (MODEL.md "PMU events per core"): every op takes one of dispatch_width slots per
+       * cycle; a stall cycle loses them all. Nothing runs on a wrong path, so every op
+       * retires and a misprediction is counted once. */
+      const ULong w = c->sys->cfg.dispatch_width, slots = w * out[SL_C_CPU_CYCLES];
+      out[SL_C_BR_MIS_PRED] = c->c[SL_C_BR_MIS_PRED_RETIRED];
+      out[SL_C_OP_SPEC] = c->pop;
+      out[SL_C_OP_RETIRED] = c->pop;
+      out[SL_C_STALL_SLOT_BACKEND] = w * c->c[SL_C_STALL_BACKEND] / SL_TQ;
+      out[SL_C_STALL_SLOT_FRONTEND] = w * c->c[SL_C_STALL_FRONTEND] / SL_TQ;
+      out[SL_C_STALL_SLOT] = slots > c->pop ? slots - c->pop : 0;
+   }
 }
 
 /* ------------------------------------------------------------------------------------------ */

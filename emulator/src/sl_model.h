@@ -39,6 +39,9 @@ typedef enum {
    SL_C_L1D_TLB_REFILL, SL_C_DTLB_WALK, SL_C_ITLB_WALK, SL_C_STALL_FRONTEND, SL_C_STALL_BACKEND,
    SL_C_SAMPLE_POP, SL_C_SAMPLE_FEED, SL_C_SAMPLE_FILTRATE, SL_C_SAMPLE_COLLISION,
    SL_C_L1I_TLB, SL_C_L1I_TLB_REFILL, SL_C_L2D_TLB, SL_C_L2D_TLB_REFILL, SL_C_L2D_CACHE_WB,
+   /* Neoverse V1/V2/N2 only (SL_EVSET_SLOTS): the events of their telemetry top-down formulas */
+   SL_C_BR_MIS_PRED, SL_C_OP_SPEC, SL_C_OP_RETIRED, SL_C_STALL_SLOT, SL_C_STALL_SLOT_BACKEND,
+   SL_C_STALL_SLOT_FRONTEND,
    /* ground truth */
    SL_T_LD_OPS_L1D, SL_T_LD_OPS_L2, SL_T_LD_OPS_PEER, SL_T_LD_OPS_SLC, SL_T_LD_OPS_DRAM,
    SL_T_LD_BYTES_L1D, SL_T_LD_BYTES_L2, SL_T_LD_BYTES_PEER, SL_T_LD_BYTES_SLC, SL_T_LD_BYTES_DRAM,
@@ -53,6 +56,12 @@ typedef struct {
 } SlCounterInfo;
 
 extern const SlCounterInfo sl_counter_info[SL_NCOUNTERS];
+
+/* PMU event sets (SlConfig.pmu_events): which counters a core implements. */
+#define SL_EVSET_N1 0u    /* Neoverse N1: every counter before SL_C_BR_MIS_PRED, and the truth */
+#define SL_EVSET_SLOTS 1u /* Neoverse V1/V2/N2: N1's and the slot events of top-down */
+struct SlConfig_;
+Bool sl_counter_implemented(const struct SlConfig_ *cfg, UInt i);
 
 /* ---- Data sources: the common Arm encoding of [SPE methodology table 4.2] (crates/spe datasource.rs). */
 #define SL_DS_L1D 0x0u
@@ -104,7 +113,7 @@ typedef enum { SL_LVL_L1D = 0, SL_LVL_L2, SL_LVL_PEER, SL_LVL_SLC, SL_LVL_DRAM, 
 #define SL_FILT_STORE 2u
 #define SL_FILT_BRANCH 4u
 
-typedef struct {
+typedef struct SlConfig_ {
    /* CPU identity claimed in the trace */
    const HChar *cpu_name;
    ULong midr;
@@ -139,10 +148,23 @@ typedef struct {
    Bool spe_collisions;
    Bool spe_ts, spe_pa;
    UInt spe_counter_bits; /* latency counters saturate at (1 << bits) - 1 */
+   Bool spe_late_prefetch; /* the IMPLEMENTATION DEFINED "late prefetch" event (bit 12), N1's */
+   UInt pmu_events;        /* SL_EVSET_* */
    UInt seed;
 } SlConfig;
 
 void sl_config_default(SlConfig *cfg);
+
+/* Presets (emulator/MODEL.md "Cores and platforms"). A core preset sets the core's parameters
+ * (pipeline, L1, L2, TLBs, latencies to L2, MIDR, name, PMU events, SPE events); a platform
+ * preset sets its core, then clock, L2 size, SLC, page size, SLC and DRAM latencies, core count
+ * and (when it has its own) MIDR. `core` (may be NULL) replaces the platform's core. Returns
+ * NULL, or a message naming the valid presets. */
+const HChar *sl_config_preset(SlConfig *cfg, const HChar *platform, const HChar *core);
+Bool sl_cpu_model_known(const HChar *name);
+Bool sl_platform_known(const HChar *name);
+#define SL_CPU_MODELS "neoverse-n1, neoverse-v1, neoverse-v2, neoverse-n2"
+#define SL_PLATFORMS "graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp"
 /* Checks and normalises a configuration; returns NULL or a message for the user. */
 const HChar *sl_config_check(SlConfig *cfg);
 

@@ -24,6 +24,7 @@ typedef unsigned char Bool;
 #define SL_FREE(p) free(p)
 #define SL_MEMSET(p, v, n) memset((p), (v), (n))
 #define SL_MEMMOVE(d, s, n) memmove((d), (s), (n))
+#define SL_STRCMP(a, b) strcmp((a), (b))
 #define SL_ASSERT(c) do { if (!(c)) abort(); } while (0)
 #else
 #include "pub_tool_basics.h"
@@ -34,6 +35,7 @@ typedef unsigned char Bool;
 #define SL_FREE(p) VG_(free)(p)
 #define SL_MEMSET(p, v, n) VG_(memset)((p), (v), (n))
 #define SL_MEMMOVE(d, s, n) VG_(memmove)((d), (s), (n))
+#define SL_STRCMP(a, b) VG_(strcmp)((a), (b))
 #define SL_ASSERT(c) tl_assert(c)
 #endif
 

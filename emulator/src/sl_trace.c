@@ -195,12 +195,22 @@ void slt_config(SlTrace *t, const SlConfig *c, UInt switch_min, UInt switch_max,
    slt_end(t);
 }
 
-void slt_counter_schema(SlTrace *t)
+/* The counters the configured core implements (sl_counter_implemented), in enum order: the
+ * schema and every COUNTERS record list the same ones. */
+static UInt n_implemented(const SlConfig *c)
+{
+   UInt i, n = 0;
+   for (i = 0; i < SL_NCOUNTERS; i++) n += sl_counter_implemented(c, i) ? 1u : 0u;
+   return n;
+}
+
+void slt_counter_schema(SlTrace *t, const SlConfig *c)
 {
    UInt i;
    slt_begin(t, SLT_COUNTER_SCHEMA);
-   slt_u32(t, SL_NCOUNTERS);
+   slt_u32(t, n_implemented(c));
    for (i = 0; i < SL_NCOUNTERS; i++) {
+      if (!sl_counter_implemented(c, i)) continue;
       slt_u32(t, sl_counter_info[i].code);
       slt_str16(t, sl_counter_info[i].name);
    }
@@ -234,8 +244,8 @@ void slt_sample(SlTrace *t, UInt tid, const SlSample *s)
    slt_end(t);
 }
 
-void slt_counters(SlTrace *t, UInt tid, UInt core, UChar reason, ULong ts, ULong cycles,
-                  const ULong v[SL_NCOUNTERS])
+void slt_counters(SlTrace *t, const SlConfig *c, UInt tid, UInt core, UChar reason, ULong ts,
+                  ULong cycles, const ULong v[SL_NCOUNTERS])
 {
    UInt i;
    slt_begin(t, SLT_COUNTERS);
@@ -245,8 +255,9 @@ void slt_counters(SlTrace *t, UInt tid, UInt core, UChar reason, ULong ts, ULong
    slt_u8(t, 0);
    slt_u64(t, ts);
    slt_u64(t, cycles);
-   slt_u32(t, SL_NCOUNTERS);
+   slt_u32(t, n_implemented(c));
    slt_u32(t, 0);
-   for (i = 0; i < SL_NCOUNTERS; i++) slt_u64(t, v[i]);
+   for (i = 0; i < SL_NCOUNTERS; i++)
+      if (sl_counter_implemented(c, i)) slt_u64(t, v[i]);
    slt_end(t);
 }

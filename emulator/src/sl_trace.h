@@ -88,9 +88,9 @@ void slt_end(SlTrace *t);
 void slt_file_header(SlTrace *t);
 void slt_config(SlTrace *t, const SlConfig *cfg, UInt switch_min, UInt switch_max,
                 ULong timeline_ns, const HChar *tool_version, const HChar *host_arch);
-void slt_counter_schema(SlTrace *t);
+void slt_counter_schema(SlTrace *t, const SlConfig *c);
 void slt_sample(SlTrace *t, UInt tid, const SlSample *s);
-void slt_counters(SlTrace *t, UInt tid, UInt core, UChar reason, ULong ts, ULong cycles,
-                  const ULong v[SL_NCOUNTERS]);
+void slt_counters(SlTrace *t, const SlConfig *c, UInt tid, UInt core, UChar reason, ULong ts,
+                  ULong cycles, const ULong v[SL_NCOUNTERS]);
 
 #endif

@@ -12,8 +12,9 @@ use std::process::ExitCode;
 /// Run a program and record SPE samples (and PMU counts) into a perf.data plus its sidecar.
 ///
 /// With --emulate the program runs under spelunk's emulator: a Valgrind tool that models an Arm
-/// Neoverse N1 (caches with coherence, TLBs, branch predictor, timing) and samples operations
-/// the way SPE does. It works on any Linux machine (x86-64 or aarch64) and is slow (around
+/// Neoverse core (N1 by default; V1, V2 or N2 with --cpu-model, or a system with --platform:
+/// caches with coherence, TLBs, branch predictor, timing) and samples operations the way SPE
+/// does. It works on any Linux machine (x86-64 or aarch64) and is slow (around
 /// 100x). The perf.data is standard (`perf report -D`, `perf script` open it); the sidecar
 /// FILE.spelunk.json holds phases and objects named with include/spelunk.h, the counter
 /// timeline and the emulator's exact ground truth. Before the run, spelunk reads the program
@@ -34,6 +35,7 @@ Examples:
   spelunk record -a -C 0-3 -o sys.data -- sleep 5         # every task on CPUs 0-3
   spelunk record -p 4242 -o attached.data                 # a running process, until Ctrl-C
   spelunk record --emulate -- ./stream -n 200000          # any machine, under the emulator
+  spelunk record --emulate --platform graviton4 -- ./app  # an emulated Graviton4 (Neoverse V2)
   spelunk record --emulate -c 4096 --filter load -o chase.data -- ./lat_mem_rd 8m 4096
   spelunk record --emulate --min-latency 100 -- ./app args
   spelunk record --overhead --runs 5 -- ./stream -n 200000   # slowdown of recording
@@ -144,13 +146,24 @@ pub struct RecordArgs {
     #[arg(long)]
     pub keep_trace: bool,
 
+    /// With --emulate: the core to emulate: neoverse-n1 (default), neoverse-v1, neoverse-v2,
+    /// neoverse-n2 (the names decode's --cpu-model uses); replaces a --platform's core
+    #[arg(long = "cpu-model", value_name = "NAME")]
+    pub cpu_model: Option<String>,
+
+    /// With --emulate: a system preset (core, clock, L2, SLC, page size, DRAM latency, core
+    /// count): graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp. An
+    /// --emulator-opt setting a parameter overrides it (emulator/MODEL.md)
+    #[arg(long, value_name = "NAME")]
+    pub platform: Option<String>,
+
     /// No SPE: record only the timelines of the command's process tree, resident memory per
     /// NUMA node and mapping class and PMU counters (what a VM or an x86-64 machine can give).
     /// Writes the sidecar FILE.spelunk.json and no perf.data; `spelunk report FILE` reads it
     #[arg(long, conflicts_with_all = [
         "emulate", "filter", "min_latency", "event_filter", "no_pa", "pct", "kernel",
         "all_cpus", "cpus", "pmu", "aux_pages", "no_collisions", "emulator_opts", "keep_trace",
-        "jitter", "no_jitter", "period",
+        "jitter", "no_jitter", "period", "cpu_model", "platform",
     ])]
     pub no_spe: bool,
 
@@ -208,6 +221,8 @@ impl RecordArgs {
             pmu: self.pmu.clone(),
             aux_pages: self.aux_pages,
             collisions: !self.no_collisions,
+            platform: self.platform.clone(),
+            cpu_model: self.cpu_model.clone(),
             emulator_opts: self.emulator_opts.clone(),
             keep_trace: self.keep_trace,
             capacity_interval_ms: self.capacity_interval,

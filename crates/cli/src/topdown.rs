@@ -30,8 +30,8 @@ pub enum StageArg {
 /// evaluates Arm's top-down metrics for the detected core (Neoverse N1, N2, V1, V2, N3, V3,
 /// V3AE; other Arm cores get a generic Armv8/Armv9 catalog) and prints the stage-1 decision
 /// tree with the bottleneck marked, stage-2 groups, thresholds and sanity warnings.
-/// `--emulate` counts the command under spelunk's emulated Neoverse N1 instead (any Linux
-/// machine); `--import` computes the same from `perf stat -x` output recorded elsewhere or from
+/// `--emulate` counts the command under spelunk's emulated Neoverse N1 (or the core
+/// --cpu-model or --platform names) instead (any Linux machine); `--import` computes the same from `perf stat -x` output recorded elsewhere or from
 /// the sidecar of a `spelunk record --emulate` recording.
 /// Formulas, thresholds and multiplexing semantics: docs/topdown.md.
 #[derive(Args, Debug)]
@@ -48,6 +48,7 @@ Examples:
   perf stat -x, -e r8,r11,r23,r24 -o counts.csv -- ./app
   spelunk topdown --import counts.csv --cpu-model neoverse-n1 --json
   spelunk topdown --emulate -- ./app                # under the emulated Neoverse N1
+  spelunk topdown --emulate --platform graviton4 -- ./app   # an emulated Neoverse V2
   spelunk topdown --emulate --per-phase -I 0.5 -- ./stream   # per annotated phase, 0.5 ms timeline
   spelunk topdown --import perf.data --per-phase    # the sidecar of `spelunk record --emulate`
 
@@ -97,10 +98,11 @@ pub struct TopdownArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "emulate")]
     pub import: Option<PathBuf>,
 
-    /// Count the command under spelunk's emulated Neoverse N1 (a Valgrind tool, emulator/;
-    /// works on any Linux machine, ~100x slower); the program's output and exit status pass
-    /// through. A program Valgrind cannot run (another architecture; SVE/SME or AVX-512 used
-    /// without a CPU check) is refused before the run (docs/record.md)
+    /// Count the command under spelunk's emulator (a Valgrind tool, emulator/; works on any
+    /// Linux machine, ~100x slower): an emulated Neoverse N1, or the core --cpu-model names or
+    /// the --platform's; the program's output and exit status pass through. A program
+    /// Valgrind cannot run (another architecture; SVE/SME or AVX-512 used without a CPU
+    /// check) is refused before the run (docs/record.md)
     #[arg(long, conflicts_with_all = ["pid", "all_cpus", "cpus", "no_multiplex", "counters"])]
     pub emulate: bool,
 
@@ -123,9 +125,17 @@ pub struct TopdownArgs {
     #[arg(long, requires = "record")]
     pub keep_trace: bool,
 
+    /// With --emulate: a system preset (core, clock, L2, SLC, page size, DRAM latency, core
+    /// count): graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp. An
+    /// --emulator-opt setting a parameter overrides it (emulator/MODEL.md)
+    #[arg(long, value_name = "NAME", requires = "emulate")]
+    pub platform: Option<String>,
+
     /// Catalog to use instead of detecting it (required with --import of perf stat output):
     /// neoverse-n1, neoverse-n2-r0p2, neoverse-n2-r0p3, neoverse-n3, neoverse-v1, neoverse-v2,
-    /// neoverse-v3, neoverse-v3ae, armv8, armv9
+    /// neoverse-v3, neoverse-v3ae, armv8, armv9. With --emulate: the core to emulate
+    /// (neoverse-n1, neoverse-v1, neoverse-v2, neoverse-n2; it replaces a --platform's core),
+    /// whose catalog is then picked by the MIDR it claims
     #[arg(long = "cpu-model", alias = "cpu", value_name = "NAME")]
     pub cpu: Option<String>,
 
@@ -222,6 +232,7 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
             command: args.command.clone(),
             cmdline: std::env::args().collect(),
             emulator_opts: args.emulator_opts.clone(),
+            platform: args.platform.clone(),
             record: args.record.clone(),
             keep_trace: args.keep_trace,
         };

@@ -148,3 +148,65 @@ fn program_output_and_exit_status_pass_through() {
     assert!(dir.join("bad.data").exists());
     assert!(dir.join("bad.data.emutrace").exists(), "--keep-trace");
 }
+
+#[test]
+fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
+    let dir = scratch("platform");
+    let o = spelunk(
+        &["record", "--platform", "graviton4", "--", "true"],
+        None,
+        &dir,
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("apply to --emulate only"),
+        "{}",
+        stderr(&o)
+    );
+    let Some((lib, wl)) = emulator() else { return };
+    let prog = wl.join("lat_mem_rd");
+    let o = spelunk(
+        &[
+            "record",
+            "--emulate",
+            "--platform",
+            "graviton4",
+            "-o",
+            "g4.data",
+            "--",
+            prog.to_str().unwrap(),
+            "-n",
+            "1000",
+            "16k",
+        ],
+        Some(&lib),
+        &dir,
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("under the emulated Neoverse V2 (platform graviton4)"),
+        "{err}"
+    );
+    // the recording claims the emulated core: Neoverse V2 r0p0 ([telemetry specification])
+    let sidecar = std::fs::read_to_string(dir.join("g4.data.spelunk.json")).unwrap();
+    assert!(sidecar.contains("0x410fd4f0"), "{sidecar}");
+    let o = spelunk(
+        &[
+            "record",
+            "--emulate",
+            "--platform",
+            "graviton9",
+            "--",
+            "true",
+        ],
+        Some(&lib),
+        &dir,
+    );
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -167,8 +167,8 @@ fn stride_benchmark_is_back_end_bound_and_matches_the_trace() {
             s(&rec),
             "--keep-trace",
             // the platform of [N1 PMU methodology]'s case study: 4 KB pages, 8 MB SLC
-            "--emulator-opt=--page-size=4096",
-            "--emulator-opt=--slc-size=8388608",
+            "--platform",
+            "n1sdp",
             "--",
             s(&wl.join("stride_benchmark")),
             "600000",
@@ -550,5 +550,138 @@ fn false_sharing_costs_what_the_learning_path_measures() {
     assert!(
         (0.5..=2.0).contains(&(hitm_share / truth_share)),
         "HITM share of the reader's sampled loads {hitm_share:.4}, ground truth {truth_share:.4}"
+    );
+}
+
+/// The four top-level metrics of Arm's Neoverse V2 telemetry specification (its
+/// `frontend_bound`, `backend_bound`, `bad_speculation`, `retiring` formulas, 8 slots), by hand
+/// from raw counts.
+fn expected_v2(c: &dyn Fn(u32) -> u64) -> Vec<(&'static str, f64)> {
+    let f = |code| c(code) as f64;
+    let (cyc, slots) = (f(ev::CPU_CYCLES), 8.0 * f(ev::CPU_CYCLES));
+    let (mis, used) = (f(ev::BR_MIS_PRED), 1.0 - f(ev::STALL_SLOT) / slots);
+    let kept = f(ev::OP_RETIRED) / f(ev::OP_SPEC);
+    vec![
+        (
+            "frontend_bound",
+            100.0 * (f(ev::STALL_SLOT_FRONTEND) / slots - mis / cyc),
+        ),
+        (
+            "backend_bound",
+            100.0 * (f(ev::STALL_SLOT_BACKEND) / slots - 3.0 * mis / cyc),
+        ),
+        (
+            "bad_speculation",
+            100.0 * ((1.0 - kept) * used + 4.0 * mis / cyc),
+        ),
+        ("retiring", 100.0 * kept * used),
+    ]
+}
+
+#[test]
+fn neoverse_v2_emulated_topdown_uses_the_v2_specification_with_every_event_counted() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("v2");
+    let rec = dir.join("v2.data");
+    let out = dir.join("td.json");
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--cpu-model",
+            "neoverse-v2",
+            "--json",
+            "-o",
+            s(&out),
+            "--record",
+            s(&rec),
+            "--keep-trace",
+            "--",
+            s(&wl.join("stride_benchmark")),
+            "100000",
+        ],
+        &lib,
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("under the emulated Neoverse V2"), "{err}");
+    let r = read_json(&out);
+    let all = scope(&r, "all");
+    assert_eq!(all["cpu"]["catalog"], "neoverse-v2");
+    assert_eq!(all["cpu"]["slots"], 8);
+    for e in [
+        "CPU_CYCLES",
+        "STALL_SLOT",
+        "STALL_SLOT_BACKEND",
+        "STALL_SLOT_FRONTEND",
+        "OP_SPEC",
+        "OP_RETIRED",
+        "BR_MIS_PRED",
+    ] {
+        assert_eq!(all["events"][e]["status"], "counted", "{e}");
+    }
+    let trace = Trace::load(dir.join("v2.data.emutrace")).expect("the kept trace");
+    let want = expected_v2(&|code| trace.total(code));
+    same(all, &want);
+    // no wrong-path execution: nothing is lost to bad speculation but the mispredictions
+    let cyc = trace.total(ev::CPU_CYCLES) as f64;
+    let bad = 400.0 * trace.total(ev::BR_MIS_PRED) as f64 / cyc;
+    assert!((value(all, "bad_speculation") - bad).abs() < 1e-9);
+    let sum: f64 = want.iter().map(|w| w.1).sum();
+    assert!((sum - 100.0).abs() < 0.1, "the four shares add to {sum}");
+}
+
+#[test]
+fn cobalt100_is_an_n2_r0p3_evaluated_with_the_r0p3_specification() {
+    let Some((lib, wl)) = emulator() else { return };
+    let dir = scratch("cobalt");
+    let out = dir.join("td.json");
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--platform",
+            "cobalt100",
+            "--json",
+            "-o",
+            s(&out),
+            "--",
+            s(&wl.join("lat_mem_rd")),
+            "-n",
+            "2000",
+            "16k",
+        ],
+        &lib,
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("under the emulated Neoverse N2 (platform cobalt100)"),
+        "{err}"
+    );
+    let r = read_json(&out);
+    assert_eq!(scope(&r, "all")["cpu"]["catalog"], "neoverse-n2-r0p3");
+}
+
+#[test]
+fn an_unknown_emulated_core_is_refused_with_the_valid_names() {
+    let Some((lib, wl)) = emulator() else { return };
+    let o = spelunk(
+        &[
+            "topdown",
+            "--emulate",
+            "--cpu-model",
+            "neoverse-n3",
+            "--",
+            s(&wl.join("lat_mem_rd")),
+            "16k",
+        ],
+        &lib,
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("neoverse-n1, neoverse-v1, neoverse-v2, neoverse-n2"),
+        "{err}"
     );
 }

@@ -48,6 +48,14 @@ pub const L1I_TLB_REFILL: u32 = 0x02;
 pub const L2D_TLB: u32 = 0x2f;
 pub const L2D_TLB_REFILL: u32 = 0x2d;
 pub const L2D_CACHE_WB: u32 = 0x18;
+// Neoverse V1, V2 and N2 only (their telemetry specifications' top-down events): the emulator
+// counts them for those cores (emulator/MODEL.md "PMU events per core").
+pub const BR_MIS_PRED: u32 = 0x10;
+pub const OP_RETIRED: u32 = 0x3a;
+pub const OP_SPEC: u32 = 0x3b;
+pub const STALL_SLOT_BACKEND: u32 = 0x3d;
+pub const STALL_SLOT_FRONTEND: u32 = 0x3e;
+pub const STALL_SLOT: u32 = 0x3f;
 
 /// First ground-truth code.
 pub const TRUTH_BASE: u32 = 0x8000_0000;

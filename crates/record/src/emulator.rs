@@ -90,6 +90,121 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// The cores the emulator models (`spelunk-emu --cpu-model`), by the names `decode
+/// --cpu-model` uses, with the name the progress line shows.
+pub const EMULATED_CORES: [(&str, &str); 4] = [
+    ("neoverse-n1", "Neoverse N1"),
+    ("neoverse-v1", "Neoverse V1"),
+    ("neoverse-v2", "Neoverse V2"),
+    ("neoverse-n2", "Neoverse N2"),
+];
+
+/// The emulator's platform presets (`spelunk-emu --platform`) and the core each has
+/// (emulator/MODEL.md "Cores and platforms").
+pub const EMULATED_PLATFORMS: [(&str, &str); 7] = [
+    ("graviton2", "neoverse-n1"),
+    ("graviton3", "neoverse-v1"),
+    ("graviton4", "neoverse-v2"),
+    ("grace", "neoverse-v2"),
+    ("cobalt100", "neoverse-n2"),
+    ("altra", "neoverse-n1"),
+    ("n1sdp", "neoverse-n1"),
+];
+
+/// Which machine an emulated run models: a platform preset, a core, both (the core replaces
+/// the platform's), or neither (the default Neoverse N1).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EmulatedMachine {
+    pub platform: Option<String>,
+    pub cpu_model: Option<String>,
+}
+
+/// A platform or core name the emulator does not have.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{flag} {name}: the emulator has no such {what}; use one of: {valid}")]
+pub struct UnknownMachine {
+    pub flag: &'static str,
+    pub name: String,
+    pub what: &'static str,
+    pub valid: String,
+}
+
+/// Accepts no name or one of `list`'s.
+fn known(
+    name: &Option<String>,
+    list: &[(&str, &str)],
+    flag: &'static str,
+    what: &'static str,
+) -> Result<(), UnknownMachine> {
+    match name {
+        Some(n) if !list.iter().any(|e| e.0 == n) => Err(UnknownMachine {
+            flag,
+            name: n.clone(),
+            what,
+            valid: list.iter().map(|e| e.0).collect::<Vec<_>>().join(", "),
+        }),
+        _ => Ok(()),
+    }
+}
+
+impl EmulatedMachine {
+    /// Checks the names (lower case, `_` as `-`); the tool would refuse them only after Valgrind
+    /// started.
+    pub fn new(
+        platform: Option<&str>,
+        cpu_model: Option<&str>,
+    ) -> Result<EmulatedMachine, UnknownMachine> {
+        let norm = |s: &str| s.trim().to_ascii_lowercase().replace('_', "-");
+        let platform = platform.map(norm);
+        let cpu_model = cpu_model.map(norm);
+        known(&platform, &EMULATED_PLATFORMS, "--platform", "platform")?;
+        known(&cpu_model, &EMULATED_CORES, "--cpu-model", "emulated core")?;
+        Ok(EmulatedMachine {
+            platform,
+            cpu_model,
+        })
+    }
+
+    /// The core modelled: the `--cpu-model`, else the platform's, else neoverse-n1.
+    pub fn core(&self) -> &'static str {
+        let name = self.cpu_model.as_deref().or_else(|| {
+            let p = self.platform.as_deref()?;
+            EMULATED_PLATFORMS.iter().find(|e| e.0 == p).map(|e| e.1)
+        });
+        EMULATED_CORES
+            .iter()
+            .find(|e| Some(e.0) == name)
+            .unwrap_or(&EMULATED_CORES[0])
+            .0
+    }
+
+    /// For progress lines: "the emulated Neoverse V2 (platform graviton4)".
+    pub fn describe(&self) -> String {
+        let core = self.core();
+        let name = EMULATED_CORES
+            .iter()
+            .find(|e| e.0 == core)
+            .map_or(core, |e| e.1);
+        match &self.platform {
+            Some(p) => format!("the emulated {name} (platform {p})"),
+            None => format!("the emulated {name}"),
+        }
+    }
+
+    /// The tool options choosing the machine (before any `--emulator-opt`, which override
+    /// them whatever their order).
+    pub fn tool_args(&self) -> Vec<OsString> {
+        let mut a = Vec::new();
+        if let Some(p) = &self.platform {
+            a.push(format!("--platform={p}").into());
+        }
+        if let Some(c) = &self.cpu_model {
+            a.push(format!("--cpu-model={c}").into());
+        }
+        a
+    }
+}
+
 /// The SPE and model settings of an emulated run, as the tool's options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmulatorOptions {
@@ -103,6 +218,8 @@ pub struct EmulatorOptions {
     /// PMSEVFR_EL1 bits: keep records with all these events (0: no filter).
     pub event_filter: u64,
     pub collisions: bool,
+    /// The platform preset and core to model.
+    pub machine: EmulatedMachine,
     /// Further tool options, passed as given (`--l2-size=2097152`, `--cores=8`, ...).
     pub extra: Vec<String>,
 }
@@ -116,6 +233,7 @@ impl Default for EmulatorOptions {
             min_latency_cycles: 0,
             event_filter: 0,
             collisions: true,
+            machine: EmulatedMachine::default(),
             extra: Vec::new(),
         }
     }
@@ -140,6 +258,7 @@ impl EmulatorOptions {
             a.push(format!("--event-filter={:#x}", self.event_filter).into());
         }
         a.push(format!("--collisions={}", yes_no(self.collisions)).into());
+        a.extend(self.machine.tool_args());
         a.extend(self.extra.iter().map(OsString::from));
         a
     }
@@ -194,4 +313,55 @@ pub fn run(
         status,
         valgrind_log,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_machine_names_its_core_and_passes_its_presets_on() {
+        let m = EmulatedMachine::new(Some("Graviton4"), None).unwrap();
+        assert_eq!(m.core(), "neoverse-v2");
+        assert_eq!(
+            m.describe(),
+            "the emulated Neoverse V2 (platform graviton4)"
+        );
+        assert_eq!(m.tool_args(), vec![OsString::from("--platform=graviton4")]);
+        let m = EmulatedMachine::new(Some("cobalt100"), Some("neoverse_v1")).unwrap();
+        assert_eq!(m.core(), "neoverse-v1");
+        assert_eq!(
+            m.tool_args(),
+            vec![
+                OsString::from("--platform=cobalt100"),
+                OsString::from("--cpu-model=neoverse-v1")
+            ]
+        );
+        let m = EmulatedMachine::default();
+        assert_eq!(m.describe(), "the emulated Neoverse N1");
+        assert!(m.tool_args().is_empty());
+        // the machine's options come before --emulator-opt ones, which override them
+        let o = EmulatorOptions {
+            machine: EmulatedMachine::new(None, Some("neoverse-n2")).unwrap(),
+            extra: vec!["--cpu-model=neoverse-v1".into()],
+            ..EmulatorOptions::default()
+        };
+        let a = o.tool_args(Path::new("t.emutrace"));
+        let at = |s: &str| a.iter().position(|x| x == s).unwrap();
+        assert!(at("--cpu-model=neoverse-n2") < at("--cpu-model=neoverse-v1"));
+    }
+
+    #[test]
+    fn unknown_names_are_refused_with_the_valid_ones() {
+        let e = EmulatedMachine::new(None, Some("neoverse-n3")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--cpu-model neoverse-n3: the emulator has no such emulated core; use one of: \
+             neoverse-n1, neoverse-v1, neoverse-v2, neoverse-n2"
+        );
+        let e = EmulatedMachine::new(Some("graviton5"), None).unwrap_err();
+        assert!(e
+            .to_string()
+            .ends_with("graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp"));
+    }
 }

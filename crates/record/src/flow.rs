@@ -6,6 +6,7 @@
 //! [`RecordRequest`], passes a function that shows progress lines, and renders the typed
 //! [`Recorded`] it gets back (spelunk-report's `record_text`).
 
+use crate::emulator::EmulatedMachine;
 use crate::overhead::{children_cpu_ns, run_native, QuietStdout};
 use crate::session::{self, EmulatedRecording, Output, ProgramExit, SessionError};
 use crate::timeline::{self, TimelineError, TimelineOptions, TimelineRecording};
@@ -23,7 +24,8 @@ pub enum Recorder {
     /// The machine's SPE (an `arm_spe_*` PMU).
     #[default]
     Hardware,
-    /// Spelunk's emulated Neoverse N1 (a Valgrind tool).
+    /// Spelunk's emulator (a Valgrind tool): an emulated Neoverse N1, or the core or platform
+    /// `RecordRequest::cpu_model` / `platform` name.
     Emulated,
     /// No SPE: the timelines of resident memory and PMU counters alone, into the sidecar.
     TimelinesOnly,
@@ -60,6 +62,10 @@ pub struct RecordRequest {
     pub pmu: Option<String>,
     pub aux_pages: Option<usize>,
     pub collisions: bool,
+    /// The emulated platform preset (`--platform`; emulated runs only).
+    pub platform: Option<String>,
+    /// The emulated core (`--cpu-model`; emulated runs only), replacing the platform's.
+    pub cpu_model: Option<String>,
     pub emulator_opts: Vec<String>,
     pub keep_trace: bool,
     /// Between the timelines' samples [default: 100 ms].
@@ -169,6 +175,7 @@ fn record_emulated(
     event_filter: u64,
     say: &mut dyn FnMut(&str),
 ) -> Result<Recorded> {
+    let machine = emulated_machine(req.platform.as_deref(), req.cpu_model.as_deref())?;
     let options = EmulatorOptions {
         period_ops: req.period_ops,
         jitter: req.jitter,
@@ -176,6 +183,7 @@ fn record_emulated(
         min_latency_cycles: req.min_latency_cycles,
         event_filter,
         collisions: req.collisions,
+        machine,
         extra: req.emulator_opts.clone(),
     };
     let trace = session::trace_path(&req.output);
@@ -194,8 +202,9 @@ fn record_emulated(
     let install = EmulatorInstall::locate()?;
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
-        "running {program} under the emulated Neoverse N1 (Valgrind; expect \
-         the program to run ~100x slower than natively)"
+        "running {program} under {} (Valgrind; expect the program to run ~100x slower than \
+         natively)",
+        options.machine.describe()
     ));
     let output = Output::At {
         perf_data: req.output.clone(),
@@ -215,6 +224,11 @@ fn record_emulated(
     )?;
     unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
     Ok(Recorded::Emulated(rec))
+}
+
+/// The emulated machine the flags name, or a refusal listing the valid names.
+fn emulated_machine(platform: Option<&str>, cpu_model: Option<&str>) -> Result<EmulatedMachine> {
+    EmulatedMachine::new(platform, cpu_model).map_err(|e| RecordFlowError::Options(e.to_string()))
 }
 
 /// Checks shared by the SPE recorders; returns the event filter.
@@ -286,9 +300,16 @@ fn record_hardware(
     event_filter: u64,
     say: &mut dyn FnMut(&str),
 ) -> Result<Recorded> {
-    if !req.emulator_opts.is_empty() || req.keep_trace || !req.collisions {
+    if !req.emulator_opts.is_empty()
+        || req.keep_trace
+        || !req.collisions
+        || req.platform.is_some()
+        || req.cpu_model.is_some()
+    {
         return refuse(
-            "--emulator-opt, --keep-trace and --no-collisions apply to --emulate only".into(),
+            "--emulator-opt, --keep-trace, --no-collisions, --platform and --cpu-model apply to \
+             --emulate only"
+                .into(),
         );
     }
     if let Some(p) = req.aux_pages.filter(|p| *p < 2 || !p.is_power_of_two()) {
@@ -524,6 +545,9 @@ pub struct EmulatedTopdown {
     /// spelunk's own command line, kept in the recording's header.
     pub cmdline: Vec<String>,
     pub emulator_opts: Vec<String>,
+    /// The emulated platform preset (`--platform`). The emulated core is the request's
+    /// `cpu_model` (`--cpu-model`), else the platform's.
+    pub platform: Option<String>,
     /// Keep the recording as this perf.data (and its sidecar); else a private directory
     /// removed afterwards.
     pub record: Option<PathBuf>,
@@ -534,6 +558,10 @@ pub struct EmulatedTopdown {
 /// Runs the command under the emulator (as `spelunk record --emulate` does), converts its trace
 /// into a perf.data plus sidecar, and evaluates the sidecar's counts as `req` says. Returns the
 /// report and the program's exit code to pass on. `say` gets the progress lines.
+///
+/// `req.cpu_model` names the core to emulate (one of [`crate::emulator::EMULATED_CORES`]);
+/// the catalog then follows the MIDR the emulated core claims, as for a hardware recording
+/// (so an emulated Neoverse N2, r0p3, is evaluated with the r0p3 specification).
 pub fn emulated_topdown(
     req: &spelunk_pmu::flow::TopdownRequest,
     run: &EmulatedTopdown,
@@ -542,11 +570,17 @@ pub fn emulated_topdown(
     if run.command.is_empty() {
         return refuse("--emulate needs the command to run after `--`".into());
     }
+    let machine = emulated_machine(run.platform.as_deref(), req.cpu_model.as_deref())?;
     let check =
         unsupported::before_emulated_run(OsStr::new(&run.command[0]), "spelunk topdown", say)
             .map_err(RecordFlowError::Options)?;
+    let req = &spelunk_pmu::flow::TopdownRequest {
+        cpu_model: None,
+        ..req.clone()
+    };
     let install = EmulatorInstall::locate()?;
     let options = EmulatorOptions {
+        machine,
         extra: run.emulator_opts.clone(),
         ..EmulatorOptions::default()
     };
@@ -567,9 +601,10 @@ pub fn emulated_topdown(
     };
     let command: Vec<OsString> = run.command.iter().map(OsString::from).collect();
     say(&format!(
-        "running {} under the emulated Neoverse N1 (Valgrind; expect the \
-         program to run ~100x slower than natively)",
-        run.command[0]
+        "running {} under {} (Valgrind; expect the program to run ~100x slower than \
+         natively)",
+        run.command[0],
+        options.machine.describe()
     ));
     let mut valgrind_lines = Vec::new();
     let rec = EmulatedRecording::run(&install, &options, output, &command, &run.cmdline, |l| {
@@ -653,6 +688,18 @@ mod tests {
             ..base.clone()
         };
         assert!(refused(&r).contains("apply to --emulate only"));
+        let r = RecordRequest {
+            recorder: Recorder::Hardware,
+            platform: Some("graviton3".into()),
+            collisions: true,
+            ..base.clone()
+        };
+        assert!(refused(&r).contains("apply to --emulate only"));
+        let r = RecordRequest {
+            cpu_model: Some("neoverse-x9".into()),
+            ..base.clone()
+        };
+        assert!(refused(&r).starts_with("--cpu-model neoverse-x9: the emulator has no such"));
         let r = RecordRequest {
             recorder: Recorder::TimelinesOnly,
             command: Vec::new(),
