@@ -316,6 +316,7 @@ typedef struct {
    UInt blk_hint;   /* loads/stores: the heap block slot hit last (a hint, validated) */
    SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
    Addr pc, target, fallthrough;
+   SlMemMemo memo;  /* loads/stores: where the replay found the line last (see sl_model.h) */
 } SlItem;
 
 typedef struct {
@@ -1212,7 +1213,7 @@ static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, 
    m.store = store;
    m.subclass = it->sub;
    m.addr_ready = src_ready(&it->src, dl, rdy);
-   C = mem_op(c, &m, &lvl);
+   C = mem_op(c, &m, &lvl, &it->memo);
    if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
    if (n_objects) object_account_op(it, a, it->size, store, lvl);
    if (n_blk_live) block_account_op(it, a, it->size, store, lvl);
