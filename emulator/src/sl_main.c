@@ -324,6 +324,8 @@ typedef struct {
    UShort n_insns;
    UShort n_lines;
    UShort wb_first, wb_n;
+   UShort wb_nz;       /* direct exits: the writebacks [wb_nz, wb_n) have no sources (their
+                        * words become ready at 0) */
    Bool wb_direct;     /* the writebacks are ordered so each can be stored as it is computed
                         * (none reads a word written before it); else two passes */
 } SlExit;
@@ -484,7 +486,14 @@ static void order_writebacks(SlExit *x, SlWriteback *wb)
          return;
       }
    }
-   for (i = 0; i < n; i++) wb[i] = tmp[i];
+   /* those without sources last (they read no word, so the order stays valid), stored
+    * without computing a maximum */
+   out = 0;
+   for (i = 0; i < n; i++)
+      if (tmp[i].deps) wb[out++] = tmp[i];
+   x->wb_nz = (UShort)out;
+   for (i = 0; i < n; i++)
+      if (!tmp[i].deps) wb[out++] = tmp[i];
    x->wb_direct = True;
 }
 
@@ -1282,11 +1291,12 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
       const SlWbRun *r = &d->wbr[x->wb_first];
       UInt j, n = x->wb_n;
       if (x->wb_direct) {
-         for (j = 0; j < n; j++) {
+         for (j = 0; j < x->wb_nz; j++) {
             ULong a = rdy[r[j].s0], b = rdy[r[j].s1];
             if (SL_UNLIKELY(r[j].many)) a = b = src_ready(&wb[j].src, dl, rdy);
             rdy[r[j].dst] = a > b ? a : b;
          }
+         for (; j < n; j++) rdy[r[j].dst] = 0;
       } else {
          ULong nv[SL_NSLOTS];
          for (j = 0; j < x->wb_n; j++) nv[j] = src_ready(&wb[j].src, dl, rdy);
