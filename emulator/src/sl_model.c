@@ -1387,7 +1387,8 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       cache_touch(&c->l1d, li);
       l = &c->l1d.lines[li];
       ready = MAX(l1ready, l->ready);
-      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) ev |= l1_first_use(c, l, line, store, m->pc, va, I, l1ready);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED))
+         ev |= l1_first_use(c, l, line, store, m->pc, va, I, l1ready);
       if (store && SL_UNLIKELY(l->state != SL_M)) {
          ULong own = Imem + (ULong)l1_store_own(c, l, line) * SL_TQ;
          ready = MAX(ready, own);
