@@ -1367,6 +1367,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       pa = translate(c, va, False, I, &x2, &e2);
       xlat = x2;
       ev = e2;
+      te = NULL; /* (no memo this time) */
    }
    line = pa >> SL_LINE_SHIFT;
 
@@ -1414,11 +1415,12 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    }
    c->l1_recent[l1_memo_slot(line)] = li; /* validated by tag on use */
    if (memo) {
-      SlTlbEntry *tn = c->utlb[0][utlb_slot(vpn)];
-      memo->core = tn && tn->vpn == vpn + 1 ? c : NULL;
+      /* (the entry that translated it: the next use validates it, as the miss path may have
+       * replaced it since) */
+      memo->core = te ? c : NULL;
       memo->vline = va >> SL_LINE_SHIFT;
       memo->line = line;
-      memo->te = tn;
+      memo->te = te;
       memo->way = li;
    }
 
