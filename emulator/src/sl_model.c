@@ -1015,6 +1015,13 @@ static SL_NOINLINE void stride_train(SlCore *c, Addr pc, Addr va, ULong t, Bool 
       Addr line = prefetch_translate(c, (Addr)e->next << SL_LINE_SHIFT, &tp);
       prefetch_l2(c, line, tp, True);
       e->next += d;
+      if (!((d > 0 && e->next <= end) || (d < 0 && e->next >= end))) {
+         /* host-cache prefetch of the sets the next training's line will use, guessing it
+          * on the same page (no effect on the model) */
+         cache_prefetch_set(&c->l2, line + (Addr)d);
+         cache_prefetch_set_lines(&c->l2, line + (Addr)d);
+         cache_prefetch_set(&c->sys->slc, line + (Addr)d);
+      }
    }
    if (fill_l1) {
       ULong tp = t;
