@@ -377,6 +377,7 @@ typedef struct {
    UInt blk_hint;   /* loads/stores: the heap block slot hit last (a hint, validated) */
    SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
    Addr pc, target, fallthrough;
+   SlMemMemo memo;  /* loads/stores: where the replay found the line last (see sl_model.h) */
 } SlItem;
 
 typedef struct {
@@ -384,6 +385,8 @@ typedef struct {
    UShort n_insns;
    UShort n_lines;
    UShort wb_first, wb_n;
+   UShort wb_nz;       /* direct exits: the writebacks [wb_nz, wb_n) have no sources (their
+                        * words become ready at 0) */
    Bool wb_direct;     /* the writebacks are ordered so each can be stored as it is computed
                         * (none reads a word written before it); else two passes */
 } SlExit;
@@ -544,7 +547,14 @@ static void order_writebacks(SlExit *x, SlWriteback *wb)
          return;
       }
    }
-   for (i = 0; i < n; i++) wb[i] = tmp[i];
+   /* those without sources last (they read no word, so the order stays valid), stored
+    * without computing a maximum */
+   out = 0;
+   for (i = 0; i < n; i++)
+      if (tmp[i].deps) wb[out++] = tmp[i];
+   x->wb_nz = (UShort)out;
+   for (i = 0; i < n; i++)
+      if (!tmp[i].deps) wb[out++] = tmp[i];
    x->wb_direct = True;
 }
 
@@ -1280,7 +1290,7 @@ static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, 
    m.store = store;
    m.subclass = it->sub;
    m.addr_ready = src_ready(&it->src, dl, rdy);
-   C = mem_op(c, &m, &lvl);
+   C = mem_op(c, &m, &lvl, &it->memo);
    if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
    if (n_objects) object_account_op(it, a, it->size, store, lvl);
    if (n_blk_live) block_account_op(it, a, it->size, store, lvl);
@@ -1349,11 +1359,12 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
       const SlWbRun *r = &d->wbr[x->wb_first];
       UInt j, n = x->wb_n;
       if (x->wb_direct) {
-         for (j = 0; j < n; j++) {
+         for (j = 0; j < x->wb_nz; j++) {
             ULong a = rdy[r[j].s0], b = rdy[r[j].s1];
             if (SL_UNLIKELY(r[j].many)) a = b = src_ready(&wb[j].src, dl, rdy);
             rdy[r[j].dst] = a > b ? a : b;
          }
+         for (; j < n; j++) rdy[r[j].dst] = 0;
       } else {
          ULong nv[SL_NSLOTS];
          for (j = 0; j < x->wb_n; j++) nv[j] = src_ready(&wb[j].src, dl, rdy);

@@ -1150,6 +1150,13 @@ static SL_NOINLINE void stride_train(SlCore *c, Addr pc, Addr va, ULong t, Bool 
       Addr line = prefetch_translate(c, (Addr)e->next << SL_LINE_SHIFT, &tp);
       prefetch_l2(c, line, tp, True);
       e->next += d;
+      if (!((d > 0 && e->next <= end) || (d < 0 && e->next >= end))) {
+         /* host-cache prefetch of the sets the next training's line will use, guessing it
+          * on the same page (no effect on the model) */
+         cache_prefetch_set(&c->l2, line + (Addr)d);
+         cache_prefetch_set_lines(&c->l2, line + (Addr)d);
+         cache_prefetch_set(&c->sys->slc, line + (Addr)d);
+      }
    }
    if (fill_l1) {
       ULong tp = t;
@@ -1338,8 +1345,8 @@ void sl_alu(SlCore *c, UInt n, const SlAluOp *info, const UShort *counts)
 
 /* First demand use of a prefetched line: late-prefetch event, prefetcher training. Returns
  * the events to add. */
-static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, const SlMemOp *m, ULong I,
-                                     ULong l1ready)
+static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, Bool store, Addr pc,
+                                     Addr va, ULong I, ULong l1ready)
 {
    UInt ev = 0;
    l->flags &= ~SL_LF_PREFETCHED;
@@ -1348,7 +1355,7 @@ static SL_NOINLINE UInt l1_first_use(SlCore *c, SlLine *l, Addr line, const SlMe
       c->c[SL_T_LATE_PREFETCH]++;
    }
    prefetch_train(c, line, I);
-   if (!m->store) stride_train(c, m->pc, m->va, I, False);
+   if (!store) stride_train(c, pc, va, I, False);
    return ev;
 }
 
@@ -1366,10 +1373,9 @@ static SL_NOINLINE UInt l1_store_own(SlCore *c, SlLine *l, Addr line)
 }
 
 /* An L1D miss: the line comes from L2 or beyond; returns its L1D way. */
-static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, const SlMemOp *m, ULong I, ULong Imem,
-                                ULong *ready, UInt *ev, SlLevel *lvl)
+static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, Addr pc, Addr va, ULong I,
+                                ULong Imem, ULong *ready, UInt *ev, SlLevel *lvl)
 {
-   const Bool store = m->store;
    const SlConfig *cfg = &c->sys->cfg;
    SlLine *l, *l2;
    Addr vtag;
@@ -1396,7 +1402,7 @@ static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, const SlMemOp *m, ULong I,
    if (!store) {
       /* the L1D fill only when the previous demand miss is complete (see stride_train) */
       UInt prev = (c->mshr_pos + 2 * cfg->mshrs - 2) % cfg->mshrs;
-      stride_train(c, m->pc, m->va, I, c->mshr[prev] <= I);
+      stride_train(c, pc, va, I, c->mshr[prev] <= I);
    }
    return li;
 }
@@ -1448,8 +1454,10 @@ static SL_ALWAYS_INLINE ULong mem_dispatch(SlCore *c, Bool store, ULong *n, Bool
    return D;
 }
 
-/* One memory op (sl_mem; inlined into the tool's per-superblock replay). */
-static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
+/* One memory op (sl_mem; inlined into the tool's per-superblock replay); memo (may be NULL):
+ * the instruction's SlMemMemo. */
+static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_out,
+                                     SlMemMemo *memo)
 {
    const SlConfig *cfg = &c->sys->cfg;
    const Bool store = m->store;
@@ -1471,6 +1479,23 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    c->iq[pos] = I;
    c->iq_pos = pos + 1 == Q ? 0 : pos + 1;
    vpn = va >> psh;
+   Imem = I + (ULong)cfg->l1tlb_lat * SL_TQ;
+   l1ready = Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ;
+   if (memo && SL_LIKELY(memo->core == c && memo->vline == va >> SL_LINE_SHIFT &&
+                         memo->te->vpn == vpn + 1 &&
+                         c->l1d.tags[memo->way] == memo->line + 1)) {
+      /* the line this instruction accessed last, through the same L1 TLB entry and L1D way:
+       * the hits below, as the look-ups would find them */
+      te = memo->te;
+      te->lru = ++c->dtlb.clock;
+      xlat = cfg->l1tlb_lat;
+      pa = (te->pfn << psh) | (va & ((1ull << psh) - 1));
+      line = memo->line;
+      li = memo->way;
+      c->c[store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
+      memo = NULL; /* (it stays as it is) */
+      goto l1_hit;
+   }
    te = c->utlb[0][utlb_slot(vpn)];
    if (SL_LIKELY(te && te->vpn == vpn + 1)) {
       /* (last_vpn/last_tlbe, translate()'s own shortcut, are validated there: not updated) */
@@ -1484,6 +1509,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       pa = translate(c, va, False, I, &x2, &e2);
       xlat = x2;
       ev = e2;
+      te = NULL; /* (no memo this time) */
    }
    line = pa >> SL_LINE_SHIFT;
 
@@ -1500,10 +1526,12 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       li = f < 0 ? ~0u : (UInt)f;
    }
    if (SL_LIKELY(li != ~0u)) {
+   l1_hit:
       cache_touch(&c->l1d, li);
       l = &c->l1d.lines[li];
       ready = MAX(l1ready, l->ready);
-      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED)) ev |= l1_first_use(c, l, line, m, I, l1ready);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED))
+         ev |= l1_first_use(c, l, line, store, m->pc, va, I, l1ready);
       if (store && SL_UNLIKELY(l->state != SL_M)) {
          ULong own = Imem + (ULong)l1_store_own(c, l, line) * SL_TQ;
          ready = MAX(ready, own);
@@ -1512,7 +1540,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       ULong r2;
       UInt e2 = ev;
       SlLevel lv2;
-      li = l1_miss(c, line, m, I, Imem, &r2, &e2, &lv2);
+      li = l1_miss(c, line, store, m->pc, va, I, Imem, &r2, &e2, &lv2);
       ready = r2;
       ev = e2;
       lvl = lv2;
@@ -1527,7 +1555,16 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
          if (own > ready) ready = l->ready = own;
       }
    }
-   c->l1_recent[rh] = li; /* validated by tag on use */
+   c->l1_recent[l1_memo_slot(line)] = li; /* validated by tag on use */
+   if (memo) {
+      /* (the entry that translated it: the next use validates it, as the miss path may have
+       * replaced it since) */
+      memo->core = te ? c : NULL;
+      memo->vline = va >> SL_LINE_SHIFT;
+      memo->line = line;
+      memo->te = te;
+      memo->way = li;
+   }
 
    if (store) {
       /* stores retire from the store buffer; the line fill drains in the background */
@@ -1555,7 +1592,7 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
 
 ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl_out)
 {
-   return mem_op(c, m, lvl_out);
+   return mem_op(c, m, lvl_out, NULL);
 }
 
 void sl_prefetch(SlCore *c, const SlMemOp *m, SlPrefetchTarget target)
@@ -1777,14 +1814,18 @@ static SL_ALWAYS_INLINE void ifetch_run(SlCore *c, const Addr *va, UInt n, SlIRu
 {
    UInt i = 0, psh;
    if (SL_LIKELY(r->core == c && n <= r->n && r->vpn == c->last_vpn[1])) {
-      /* what ifetch_op's hit does for each line still in its way */
+      /* what ifetch_op's hit does for each line still in its way (the L1 ITLB entry's stamp
+       * is set once: it ends as the last of the i stamps the hits would give it) */
       for (; i < n; i++) {
          UInt w = r->way[i];
          if (SL_UNLIKELY(c->l1i.tags[w] != r->line[i] + 1)) break;
          cache_touch(&c->l1i, w);
-         c->last_tlbe[1]->lru = ++c->itlb.clock;
       }
-      c->c[SL_C_L1I_CACHE] += i;
+      if (SL_LIKELY(i)) {
+         c->itlb.clock += i;
+         c->last_tlbe[1]->lru = c->itlb.clock;
+         c->c[SL_C_L1I_CACHE] += i;
+      }
       if (SL_LIKELY(i == n)) return;
    }
    for (; i < n; i++) ifetch_op(c, va[i]);

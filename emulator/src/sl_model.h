@@ -362,6 +362,20 @@ typedef struct {
  * be NULL) receives the level that supplied the line. */
 ULong sl_mem(SlCore *c, const SlMemOp *m, SlLevel *lvl);
 
+/* What one memory instruction of the replay found last (the tool keeps one per instruction):
+ * on which core, its virtual line, the physical line, the L1 DTLB entry that translated it and
+ * the L1D way that held it. When the next access of the instruction is to the same virtual line
+ * while that entry still maps the page and that way still holds the line, the access is an L1
+ * TLB hit and an L1D hit in those places, found without the look-ups (sl_mem would find the
+ * same ones: a page and a line are in at most one entry/way). A shortcut only: it is validated
+ * on every use and changes no result. */
+typedef struct {
+   SlCore *core; /* NULL: empty */
+   Addr vline, line;
+   SlTlbEntry *te;
+   UInt way;
+} SlMemMemo;
+
 /* A software prefetch instruction (x86 prefetch*, Arm PRFM/PRFUM): one load op that starts a
  * line fill into the requested level and retires without waiting for the data. */
 typedef enum { SL_PF_L1, SL_PF_L2, SL_PF_NONE } SlPrefetchTarget;
