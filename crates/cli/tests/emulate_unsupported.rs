@@ -70,6 +70,35 @@ fn another_architecture_is_refused_before_the_run() {
     assert!(!dir.join("out.data").exists());
 }
 
+#[test]
+fn a_missing_program_is_refused_before_the_run() {
+    let dir = scratch("missing");
+    for (args, expected) in [
+        (
+            vec![
+                "record",
+                "--emulate",
+                "-o",
+                "out.data",
+                "--",
+                "./no-such-program",
+            ],
+            "./no-such-program: no such file; nothing was run",
+        ),
+        (
+            vec!["topdown", "--emulate", "--", "no-such-program-on-path"],
+            "no-such-program-on-path: not found on PATH; nothing was run",
+        ),
+    ] {
+        let o = spelunk(&args, &dir);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("running"), "{args:?}: nothing runs: {err}");
+    }
+    assert!(!dir.join("out.data").exists());
+}
+
 /// Compiles `source` with the host's gcc into `dir/name` (None, skipped, without gcc or on a
 /// machine that is not x86-64: the programs carry x86-64 bytes).
 fn x86_program(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {

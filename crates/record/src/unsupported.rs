@@ -377,14 +377,26 @@ pub fn check_files(program: &Path, host: Machine) -> ProgramCheck {
     check
 }
 
-/// Before an emulated run of `argv0`: the refusal message when the emulator cannot run it
-/// (`command` is the spelunk command, for what to do instead), else its warnings said with
+/// Before an emulated run of `argv0`: the refusal message when there is no such program or
+/// the emulator cannot run it (`command` is the spelunk command, for what to do instead),
+/// else its warnings said with
 /// `say` and the check kept for [`after_emulated_run`].
 pub fn before_emulated_run(
     argv0: &OsStr,
     command: &str,
     say: &mut dyn FnMut(&str),
 ) -> Result<ProgramCheck, String> {
+    let name = argv0.to_string_lossy();
+    match program_path(argv0) {
+        Some(p) if p.is_file() => {}
+        Some(_) => return Err(format!("{name}: no such file; nothing was run")),
+        None => {
+            return Err(format!(
+                "{name}: not found on PATH; nothing was run (a program in this directory is \
+                 ./{name})"
+            ))
+        }
+    }
     let check = check_program(argv0);
     if let Some(refusal) = check.refusal(command) {
         return Err(refusal);
