@@ -72,6 +72,8 @@ cp tests/vm/test.sh "$rootfs/test.sh"
 aarch64-linux-gnu-gcc -static -O1 -o "$rootfs/workload" tests/vm/workload.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/aux_probe" tests/vm/aux_probe.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -Wextra -Werror -o "$rootfs/as_user" tests/vm/as_user.c
+# One SVE instruction in main: `spelunk record --emulate` must refuse it before the run.
+aarch64-linux-gnu-gcc -static -O1 -Wall -Wextra -Werror -o "$rootfs/sve" tests/vm/sve.c
 # A dynamically linked program with include/spelunk.h annotations, glibc's loader and libraries
 # from the cross toolchain, and libspelunk.so built for aarch64 (the runtime spelunk preloads).
 aarch64-linux-gnu-gcc -O1 -Wall -Wextra -Werror -Iinclude -o "$rootfs/phases" tests/vm/phases.c

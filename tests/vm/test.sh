@@ -50,6 +50,23 @@ echo "events: $(ls $pmu/events 2>/dev/null | tr '\n' ' ')"
 midr=$(cat /sys/devices/system/cpu/cpu0/regs/identification/midr_el1 2>/dev/null)
 case "$midr" in *41?fd0c?) ok "MIDR $midr is a Neoverse N1" ;; *) bad "MIDR '$midr'" ;; esac
 if [ -x /spelunk ]; then
+  # What the emulator cannot run, checked on aarch64 before the emulator is looked for (none is
+  # in this initramfs): /sve has one SVE instruction (ptrue) in main and no CPU check, so it is
+  # refused; /workload, static like it, carries libgcc's unwinder (SVE's cntd, never run
+  # without SVE frames) and passes the check, to fail next for want of the emulator.
+  /spelunk record --emulate -o /tmp/sve.data -- /sve > /tmp/sve.txt 2>&1; rc=$?
+  cat /tmp/sve.txt
+  if [ $rc != 0 ] && grep -q '/sve: 1 SVE/SVE2 instruction (at 0x[0-9a-f]* in main); Valgrind cannot run' /tmp/sve.txt \
+     && ! grep -q 'running' /tmp/sve.txt && [ ! -e /tmp/sve.data ]; then
+    ok "record --emulate refuses /sve's SVE instruction before the run"
+  else
+    bad "record --emulate did not refuse /sve (exit $rc)"
+  fi
+  /spelunk record --emulate -o /tmp/plain.data -- /workload > /tmp/plain.txt 2>&1; rc=$?
+  cat /tmp/plain.txt
+  [ $rc != 0 ] && grep -q 'the emulator is not built' /tmp/plain.txt && ! grep -q 'SVE' /tmp/plain.txt \
+    && ok "record --emulate passes the static /workload to the emulator search" \
+    || bad "record --emulate on /workload: exit $rc, not the missing emulator"
   /spelunk topdown -- /workload > /tmp/td.txt 2>&1; rc=$?
   cat /tmp/td.txt
   [ $rc = 0 ] && ok "spelunk topdown ran" || bad "spelunk topdown exit $rc"

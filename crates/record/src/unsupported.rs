@@ -13,7 +13,9 @@
 //!   instruction in the class op0 (bits 28:25) = 0b0010 ("SVE encodings") and SME's in op0 =
 //!   0b0000 with bit 31 set ("SME encodings"; bit 31 clear is the reserved space with `UDF`).
 //!   `SMSTART`/`SMSTOP` are `MSR SVCR*` immediates (system class, `0xd503_407f` with bits
-//!   10:8 free), counted as SME too.
+//!   10:8 free), counted as SME too. SVE's vector-length queries (RDVL, ADDVL, ADDPL,
+//!   CNTB/H/W/D) are not counted: libgcc's unwinder, in every static program, holds `cntd`
+//!   and runs it only while unwinding SVE frames.
 //! - **AVX-512 on x86-64.** Valgrind implements no EVEX-encoded instruction either (the same
 //!   SIGILL). The code is decoded with yaxpeax-x86 (already spelunk's disassembler, no new
 //!   dependency), which says whether an instruction carries an EVEX prefix; in 64-bit mode
@@ -851,12 +853,26 @@ fn reserved_name(name: &str) -> bool {
     name.starts_with('_') && !name.starts_with("_Z") && !name.starts_with("_R")
 }
 
+/// SVE's vector-length queries: ADDVL and ADDPL (`0x0420_5000`/`0x0460_5000`, mask
+/// `0xffe0_f800`), RDVL (`0x04bf_5000`, mask `0xffff_f800`) and CNTB/CNTH/CNTW/CNTD
+/// (`0x0420_e000`, mask `0xff30_fc00`: size in bits 23:22, bit 20 clear, unlike INC*), per the
+/// Arm ARM's SVE encodings (checked against binutils' assembler). libgcc's DWARF unwinder, linked
+/// into every static program, holds `cntd` to read the VG register, and runs it only for frames
+/// whose call-frame information uses VG, that is frames of SVE code; a program with no other
+/// SVE instruction never runs them, so they are not counted.
+fn sve_vector_length_query(word: u32) -> bool {
+    word & 0xffe0_f800 == 0x0420_5000
+        || word & 0xffe0_f800 == 0x0460_5000
+        || word & 0xffff_f800 == 0x04bf_5000
+        || word & 0xff30_fc00 == 0x0420_e000
+}
+
 /// The A64 instruction classes (Arm ARM §C4.1, "Top-level encodings for A64"): op0 is bits
 /// 28:25. `None` for the classes Valgrind implements.
 pub fn a64_unsupported(word: u32) -> Option<InstructionSet> {
     let op0 = (word >> 25) & 0xf;
     if op0 == 0b0010 {
-        return Some(InstructionSet::Sve);
+        return (!sve_vector_length_query(word)).then_some(InstructionSet::Sve);
     }
     if op0 == 0b0000 && word >> 31 == 1 {
         return Some(InstructionSet::Sme);
@@ -962,6 +978,7 @@ mod tests {
             0x2518_e3e0, // ptrue p0.b
             0xa5e0_a000, // ld1d {z0.d}, p0/z, [x0]
             0x25a1_1c01, // whilelo p1.s, x0, x1
+            0x04f0_e3e0, // incd x0 (an element count, not a vector-length query)
         ];
         for w in sve {
             assert_eq!(a64_unsupported(w), Some(InstructionSet::Sve), "{w:#x}");
@@ -982,6 +999,14 @@ mod tests {
             0xd538_0402, // mrs x2, id_aa64pfr0_el1
             0x4ea1_1c20, // mov v0.16b, v1.16b (Advanced SIMD)
             0xd503_201f, // nop
+            // SVE's vector-length queries, not counted (libgcc's unwinder holds them)
+            0x043f_57ff, // addvl sp, sp, #-1
+            0x0461_5040, // addpl x0, x1, #2
+            0x04bf_5020, // rdvl x0, #1
+            0x0420_e3e0, // cntb x0
+            0x0461_e3e1, // cnth x1, all, mul #2
+            0x04a0_e3e2, // cntw x2
+            0x04e0_e103, // cntd x3, vl8
         ];
         for w in base {
             assert_eq!(a64_unsupported(w), None, "{w:#x}");

@@ -156,6 +156,31 @@ fn sve_is_found_where_objdump_shows_it_and_refused() {
     );
 }
 
+/// A static aarch64 program without SVE of its own: objdump shows libgcc's unwinder holding
+/// SVE's `cntd` (to read VG for SVE frames, which this program has none of); it is accepted.
+#[test]
+fn a_static_program_with_libgccs_unwinder_is_accepted() {
+    if !cross() {
+        return;
+    }
+    let dir = scratch("static-plain");
+    let exe = compile(
+        "aarch64-linux-gnu-gcc",
+        &dir,
+        "plain",
+        "int main(void) { return 0; }\n",
+        &["-static"],
+    );
+    let listing = objdump("aarch64-linux-gnu-objdump", &exe, "uw_update_context");
+    assert!(
+        listing.iter().any(|(_, m)| m == "cntd"),
+        "libgcc's unwinder reads VG with cntd: {listing:?}"
+    );
+    let check = check_files(&exe, Machine::Aarch64);
+    assert_eq!(check.findings, vec![], "{check:?}");
+    assert_eq!(check.refusal("spelunk record"), None);
+}
+
 #[test]
 fn sve_behind_a_hwcap_check_is_a_warning() {
     if !cross() {
