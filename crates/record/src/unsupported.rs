@@ -327,13 +327,13 @@ impl ProgramCheck {
     }
 }
 
-/// Checks the program `argv0` names (through PATH, as the run resolves it) and its non-system
-/// libraries for what the emulator on this machine cannot run. A program that cannot be found
-/// or is not an ELF file (a script) is not checked: the run says what happens to it.
-pub fn check_program(argv0: &OsStr) -> ProgramCheck {
-    match (program_path(argv0), Machine::host()) {
-        (Some(p), Some(host)) => check_files(&p, host),
-        _ => ProgramCheck::default(),
+/// Checks `program` (the file the run will start, already resolved through PATH) and its
+/// non-system libraries for what the emulator on this machine cannot run. A file that is not
+/// ELF (a script) is not checked: the run says what happens to it.
+pub fn check_program(program: &Path) -> ProgramCheck {
+    match Machine::host() {
+        Some(host) => check_files(program, host),
+        None => ProgramCheck::default(),
     }
 }
 
@@ -389,8 +389,8 @@ pub fn before_emulated_run(
     say: &mut dyn FnMut(&str),
 ) -> Result<ProgramCheck, String> {
     let name = argv0.to_string_lossy();
-    match program_path(argv0) {
-        Some(p) if p.is_file() => {}
+    let program = match program_path(argv0) {
+        Some(p) if p.is_file() => p,
         Some(_) => return Err(format!("{name}: no such file; nothing was run")),
         None => {
             return Err(format!(
@@ -398,8 +398,8 @@ pub fn before_emulated_run(
                  ./{name})"
             ))
         }
-    }
-    let check = check_program(argv0);
+    };
+    let check = check_program(&program);
     if let Some(refusal) = check.refusal(command) {
         return Err(refusal);
     }
