@@ -5,6 +5,7 @@
 //! pass through untouched; Valgrind's own messages go to a log file that is returned for the
 //! caller to show when it says anything.
 
+use spelunk_spe::CpuModel;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -93,10 +94,10 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 /// The cores the emulator models (`spelunk-emu --cpu-model`), by the names `decode
 /// --cpu-model` uses, with the name the progress line shows.
 pub const EMULATED_CORES: [(&str, &str); 4] = [
-    ("neoverse-n1", "Neoverse N1"),
-    ("neoverse-v1", "Neoverse V1"),
-    ("neoverse-v2", "Neoverse V2"),
-    ("neoverse-n2", "Neoverse N2"),
+    (CpuModel::NeoverseN1.name(), "Neoverse N1"),
+    (CpuModel::NeoverseV1.name(), "Neoverse V1"),
+    (CpuModel::NeoverseV2.name(), "Neoverse V2"),
+    (CpuModel::NeoverseN2.name(), "Neoverse N2"),
 ];
 
 /// The emulator's platform presets (`spelunk-emu --platform`) and the core each has
