@@ -157,13 +157,19 @@ pub struct RecordArgs {
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
 
+    /// With --emulate: run the program even though it holds instructions Valgrind cannot run
+    /// (SVE, SME, AVX-512) that no CPU check spelunk recognises guards (e.g. it reads
+    /// /proc/cpuinfo); they are warned about, and the program stops with SIGILL if it runs one
+    #[arg(long)]
+    pub ignore_unsupported: bool,
+
     /// No SPE: record only the timelines of the command's process tree, resident memory per
     /// NUMA node and mapping class and PMU counters (what a VM or an x86-64 machine can give).
     /// Writes the sidecar FILE.spelunk.json and no perf.data; `spelunk report FILE` reads it
     #[arg(long, conflicts_with_all = [
         "emulate", "filter", "min_latency", "event_filter", "no_pa", "pct", "kernel",
         "all_cpus", "cpus", "pmu", "aux_pages", "no_collisions", "emulator_opts", "keep_trace",
-        "jitter", "no_jitter", "period", "cpu_model", "platform",
+        "jitter", "no_jitter", "period", "cpu_model", "platform", "ignore_unsupported",
     ])]
     pub no_spe: bool,
 
@@ -225,6 +231,7 @@ impl RecordArgs {
             cpu_model: self.cpu_model.clone(),
             emulator_opts: self.emulator_opts.clone(),
             keep_trace: self.keep_trace,
+            ignore_unsupported: self.ignore_unsupported,
             capacity_interval_ms: self.capacity_interval,
         }
     }

@@ -131,6 +131,12 @@ pub struct TopdownArgs {
     #[arg(long, value_name = "NAME", requires = "emulate")]
     pub platform: Option<String>,
 
+    /// With --emulate: run the program even though it holds instructions Valgrind cannot run
+    /// (SVE, SME, AVX-512) that no CPU check spelunk recognises guards (e.g. it reads
+    /// /proc/cpuinfo); they are warned about, and the program stops with SIGILL if it runs one
+    #[arg(long, requires = "emulate")]
+    pub ignore_unsupported: bool,
+
     /// Catalog to use instead of detecting it (required with --import of perf stat output):
     /// neoverse-n1, neoverse-n2-r0p2, neoverse-n2-r0p3, neoverse-n3, neoverse-v1, neoverse-v2,
     /// neoverse-v3, neoverse-v3ae, armv8, armv9. With --emulate: the core to emulate
@@ -235,6 +241,7 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
             platform: args.platform.clone(),
             record: args.record.clone(),
             keep_trace: args.keep_trace,
+            ignore_unsupported: args.ignore_unsupported,
         };
         emulated_topdown(&req, &run, &mut |l| eprintln!("spelunk topdown: {l}"))?
     } else {

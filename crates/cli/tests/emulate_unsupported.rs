@@ -164,21 +164,98 @@ fn avx512_used_unconditionally_is_refused_before_the_run() {
         )),
         "{err}"
     );
+    assert!(
+        err.contains("`spelunk record --emulate --ignore-unsupported` runs it anyway"),
+        "the way out for a program that guards them another way: {err}"
+    );
     assert!(!err.contains("running"), "{err}");
+}
+
+/// The emulator's library directory, or None (skipped) when it is not built.
+fn emulator_lib() -> Option<PathBuf> {
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../emulator/build/lib");
+    if lib.join("spelunk-amd64-linux").exists() {
+        return Some(lib);
+    }
+    assert!(
+        std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_none(),
+        "emulator not built: run emulator/test.sh"
+    );
+    eprintln!("skipped: emulator not built (run emulator/test.sh)");
+    None
+}
+
+#[test]
+fn ignore_unsupported_runs_a_program_that_guards_them_another_way() {
+    let Some(lib) = emulator_lib() else {
+        return;
+    };
+    let dir = scratch("ignore");
+    // AVX-512 reached only with an argument (as a program that reads /proc/cpuinfo would
+    // decide): nothing spelunk recognises guards it, so it is refused without the flag.
+    let Some(_) = x86_program(
+        &dir,
+        "guarded",
+        &format!(
+            "{WIDE}int main(int argc, char **argv) {{ (void)argv;\n\
+             if (argc > 1) wide();\n return 7; }}\n"
+        ),
+    ) else {
+        return;
+    };
+    let run = |extra: &[&str]| {
+        let mut args = vec!["record", "--emulate", "-o", "out.data"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", "./guarded"]);
+        Command::new(env!("CARGO_BIN_EXE_spelunk"))
+            .args(&args)
+            .current_dir(&dir)
+            .env("SPELUNK_EMULATOR_LIB", &lib)
+            .output()
+            .unwrap()
+    };
+    let o = run(&[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("--ignore-unsupported"),
+        "{err}"
+    );
+    assert!(!dir.join("out.data").exists(), "{err}");
+    let o = run(&["--ignore-unsupported"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The program's own exit status passes through: it ran to its end.
+    assert_eq!(o.status.code(), Some(7), "{err}");
+    assert!(
+        err.contains("warning: ./guarded: 1 AVX-512 (EVEX-encoded) instruction")
+            && err.contains("running anyway, as --ignore-unsupported was given"),
+        "{err}"
+    );
+    assert!(dir.join("out.data").exists(), "{err}");
+    // Not meaningful without --emulate.
+    let o = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args([
+            "record",
+            "--ignore-unsupported",
+            "-o",
+            "hw.data",
+            "--",
+            "./guarded",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("apply to --emulate only"),
+        "{err}"
+    );
 }
 
 #[test]
 fn sigill_under_the_emulator_is_said_plainly() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let lib = root.join("emulator/build/lib");
-    if !lib.join("spelunk-amd64-linux").exists() {
-        assert!(
-            std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_none(),
-            "emulator not built: run emulator/test.sh"
-        );
-        eprintln!("skipped: emulator not built (run emulator/test.sh)");
+    let Some(lib) = emulator_lib() else {
         return;
-    }
+    };
     let dir = scratch("sigill");
     // Checks the CPU (so spelunk warns and runs), then uses AVX-512 anyway when given an
     // argument: Valgrind, which implements no EVEX instruction, stops it with SIGILL.

@@ -68,6 +68,9 @@ pub struct RecordRequest {
     pub cpu_model: Option<String>,
     pub emulator_opts: Vec<String>,
     pub keep_trace: bool,
+    /// Run the program under the emulator even when it holds instructions Valgrind cannot run
+    /// that nothing seems to guard (`--ignore-unsupported`; they are warned about instead).
+    pub ignore_unsupported: bool,
     /// Between the timelines' samples [default: 100 ms].
     pub capacity_interval_ms: Option<u64>,
 }
@@ -197,8 +200,13 @@ fn record_emulated(
             req.output.display()
         ));
     }
-    let check = unsupported::before_emulated_run(&req.command[0], "spelunk record", say)
-        .map_err(RecordFlowError::Options)?;
+    let check = unsupported::before_emulated_run(
+        &req.command[0],
+        "spelunk record",
+        req.ignore_unsupported,
+        say,
+    )
+    .map_err(RecordFlowError::Options)?;
     let install = EmulatorInstall::locate()?;
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
@@ -305,10 +313,11 @@ fn record_hardware(
         || !req.collisions
         || req.platform.is_some()
         || req.cpu_model.is_some()
+        || req.ignore_unsupported
     {
         return refuse(
-            "--emulator-opt, --keep-trace, --no-collisions, --platform and --cpu-model apply to \
-             --emulate only"
+            "--emulator-opt, --keep-trace, --no-collisions, --platform, --cpu-model and \
+             --ignore-unsupported apply to --emulate only"
                 .into(),
         );
     }
@@ -553,6 +562,8 @@ pub struct EmulatedTopdown {
     pub record: Option<PathBuf>,
     /// With `record`: keep the emulator's raw trace too.
     pub keep_trace: bool,
+    /// As [`RecordRequest::ignore_unsupported`].
+    pub ignore_unsupported: bool,
 }
 
 /// Runs the command under the emulator (as `spelunk record --emulate` does), converts its trace
@@ -571,9 +582,13 @@ pub fn emulated_topdown(
         return refuse("--emulate needs the command to run after `--`".into());
     }
     let machine = emulated_machine(run.platform.as_deref(), req.cpu_model.as_deref())?;
-    let check =
-        unsupported::before_emulated_run(OsStr::new(&run.command[0]), "spelunk topdown", say)
-            .map_err(RecordFlowError::Options)?;
+    let check = unsupported::before_emulated_run(
+        OsStr::new(&run.command[0]),
+        "spelunk topdown",
+        run.ignore_unsupported,
+        say,
+    )
+    .map_err(RecordFlowError::Options)?;
     let req = &spelunk_pmu::flow::TopdownRequest {
         cpu_model: None,
         ..req.clone()

@@ -54,8 +54,9 @@
 //! taken as checks: its C library's start-up code does them); otherwise spelunk warns and
 //! runs, and if the program still meets such an instruction, the SIGILL is said plainly after
 //! the run ([`explain_sigill`]). A program that detects the CPU some other way (reading
-//! /proc/cpuinfo) is refused wrongly: the message says to rebuild it without the extension for
-//! the emulated run.
+//! /proc/cpuinfo, an environment variable) would be refused wrongly: the refusal names
+//! `--ignore-unsupported`, with which such findings become warnings and the program runs (a
+//! program for another architecture is refused all the same: it cannot run at all).
 
 use crate::flow::program_path;
 use crate::session::ProgramExit;
@@ -295,11 +296,25 @@ impl ProgramCheck {
         let _ = write!(
             s,
             "Valgrind cannot run {} instructions, and nothing in the program checks the CPU \
-             before using them, so it would stop with SIGILL at the first one: {hardware}{}",
+             before using them, so it would stop with SIGILL at the first one: {hardware}{}. \
+             If the program never runs them (it checks the CPU in a way spelunk does not \
+             see), `{command} --emulate {IGNORE_FLAG}` runs it anyway",
             first.set.name(),
             first.set.rebuild_hint()
         );
         Some(s)
+    }
+
+    /// `--ignore-unsupported`: unsupported instructions nothing seems to guard are kept as
+    /// warnings instead of refusing the run (a program for another machine is still refused).
+    pub fn ignore_unsupported(&mut self) {
+        for f in &mut self.findings {
+            if let Finding::Code(c) = f {
+                if c.maybe_avoided.is_none() {
+                    c.maybe_avoided = Some(format!("{IGNORE_FLAG} was given"));
+                }
+            }
+        }
     }
 
     /// Warnings for instructions the program may avoid at run time and for files that could
@@ -379,13 +394,18 @@ pub fn check_files(program: &Path, host: Machine) -> ProgramCheck {
     check
 }
 
+/// The flag that runs a program despite unsupported instructions nothing seems to guard.
+pub const IGNORE_FLAG: &str = "--ignore-unsupported";
+
 /// Before an emulated run of `argv0`: the refusal message when there is no such program or
 /// the emulator cannot run it (`command` is the spelunk command, for what to do instead),
-/// else its warnings said with
-/// `say` and the check kept for [`after_emulated_run`].
+/// else its warnings said with `say` and the check kept for [`after_emulated_run`].
+/// `ignore_unsupported` ([`IGNORE_FLAG`]): unsupported instructions are warned about, not
+/// refused.
 pub fn before_emulated_run(
     argv0: &OsStr,
     command: &str,
+    ignore_unsupported: bool,
     say: &mut dyn FnMut(&str),
 ) -> Result<ProgramCheck, String> {
     let name = argv0.to_string_lossy();
@@ -399,7 +419,10 @@ pub fn before_emulated_run(
             ))
         }
     };
-    let check = check_program(&program);
+    let mut check = check_program(&program);
+    if ignore_unsupported {
+        check.ignore_unsupported();
+    }
     if let Some(refusal) = check.refusal(command) {
         return Err(refusal);
     }
