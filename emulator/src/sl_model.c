@@ -836,9 +836,16 @@ static inline UInt upgrade(SlCore *c, Addr line)
 }
 
 /* Brings a line into c's L2 from outside (or finds it there). Returns the level that supplied
- * it; *ready is when the data is available given the request leaves L1 at time t (tq). */
-static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong t, ULong *ready,
-                         UInt *ev, SlLine **l2out)
+ * it; *ready is when the data is available given the request leaves L1 at time t (tq).
+ * l2_prefetch: the request is the L2 prefetcher's own, not a transaction from L1, so neither
+ * L2D_CACHE nor L2D_CACHE_REFILL counts it: the Neoverse N1, N2 and V2 TRMs' event
+ * descriptions (Arm's PMU event data, ARM-software/data pmu/neoverse-n1.json, neoverse-n2.json,
+ * neoverse-v2.json) count "any transaction from L1 which looks up in the L2 cache" and "any
+ * cacheable transaction from L1 which causes data to be read from outside the core" (V1
+ * assumed the same). LL_CACHE_RD ("any cacheable read transaction which returns a data source
+ * of interconnect cache") and the bus beats count it. */
+static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l2_prefetch,
+                         ULong t, ULong *ready, UInt *ev, SlLine **l2out)
 {
    SlSystem *s = c->sys;
    const SlConfig *cfg = &s->cfg;
@@ -849,7 +856,7 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
    UInt v2 = 0, vs = 0, slc_way = 0;
    Int i2;
    SlLine vl;
-   c->c[SL_C_L2D_CACHE]++;
+   if (!l2_prefetch) c->c[SL_C_L2D_CACHE]++;
    /* on a miss, nothing below changes this core's L2 before the insert: the victim found now
     * is the one to replace */
    i2 = cache_find_victim(&c->l2, line, &v2);
@@ -872,7 +879,7 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, ULong 
       SL_PREFETCH(&s->slc_state[h]);
    }
    cache_prefetch_set(&s->slc, line);
-   c->c[SL_C_L2D_CACHE_REFILL]++;
+   if (!l2_prefetch) c->c[SL_C_L2D_CACHE_REFILL]++;
    c->c[SL_C_BUS_ACCESS_RD] += SL_LINE / 32; /* 32-byte beats (assumed bus width) */
    if (s->n_cores_alloc > 1 && snoop_others(c, line, store, &shared)) {
       lvl = SL_LVL_PEER;
@@ -968,7 +975,7 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
          pfn = pt_lookup(s, vpn);
          /* the leaf descriptor is fetched through L2 (8-byte descriptors, 8 per line) */
          pte_line = (cfg->pt_pa_base + vpn * 8) >> SL_LINE_SHIFT;
-         pl = l2_access(c, pte_line, False, False, t, &ready, &pev, NULL);
+         pl = l2_access(c, pte_line, False, False, False, t, &ready, &pev, NULL);
          *xlat += cfg->walk_lat + lvl_latency(cfg, pl);
          tlb_insert(&c->stlb, vpn, pfn);
       }
@@ -1008,7 +1015,7 @@ static SL_ALWAYS_INLINE SlLevel l1_prefetch_fill(SlCore *c, Addr line, ULong t, 
                                                  UInt *ev)
 {
    SlLine *l, *l2;
-   SlLevel lvl = l2_access(c, line, False, True, t, ready, ev, &l2);
+   SlLevel lvl = l2_access(c, line, False, True, False, t, ready, ev, &l2);
    l = cache_insert(&c->l1d, line);
    l->state = l2->state;
    l->ready = *ready;
@@ -1106,7 +1113,7 @@ static void prefetch_l2(SlCore *c, Addr line, ULong t, Bool hardware)
    UInt ev = 0;
    if (cache_peek(&c->l2, line)) return;
    if (hardware && held_by_others(c, line)) return;
-   (void)l2_access(c, line, False, True, t, &ready, &ev, &l2);
+   (void)l2_access(c, line, False, True, hardware, t, &ready, &ev, &l2);
    c->c[SL_T_PREFETCH_LINES]++;
 }
 
@@ -1387,7 +1394,7 @@ static SL_NOINLINE UInt l1_miss(SlCore *c, Addr line, Bool store, Addr pc, Addr 
       /* a demand miss waits for a free miss-status register */
       Imem = MAX(Imem, c->mshr[c->mshr_pos]);
    }
-   *lvl = l2_access(c, line, store, !store, Imem, ready, ev, &l2);
+   *lvl = l2_access(c, line, store, !store, False, Imem, ready, ev, &l2);
    li = cache_insert_idx(&c->l1d, line, &vtag, &vstate);
    l = &c->l1d.lines[li];
    l->state = l2->state;
@@ -1772,7 +1779,7 @@ static SL_NOINLINE void ifetch_slow(SlCore *c, Addr va)
          UInt lev = 0;
          SlLine *l2;
          c->c[SL_C_L1I_CACHE_REFILL]++;
-         (void)l2_access(c, line, False, False, c->t + stall, &ready, &lev, &l2);
+         (void)l2_access(c, line, False, False, False, c->t + stall, &ready, &lev, &l2);
          l2->flags |= SL_LF_IN_L1I;
          il = (Int)cache_insert_idx(&c->l1i, line, &vtag, &vstate);
          c->l1i.lines[il].state = SL_S;
