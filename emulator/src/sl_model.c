@@ -88,14 +88,14 @@ void sl_config_default(SlConfig *c)
    c->cpu_hz = 2800000000ull;      /* [SPE methodology §4.3]: "our 2.8 GHz platform" */
    c->timer_hz = 1000000000ull;    /* declared generic-timer rate (configurable: --timer-hz) */
    c->dispatch_width = 4;          /* [N1 PMU methodology]: "can fetch up to 4 instructions per cycle", IPC max 4 */
-   c->rob_size = 128;              /* assumed in-flight window */
+   c->rob_size = 128;              /* [Arm N1 platform white paper]: a 128-entry commit queue */
    /* Derived from [SPE methodology table 4.4]: issue latency / load-to-use latency is 33.2/1.429 = 23.2
     * (L1D), 116.1/5.0 = 23.2 (L2), 836.1/36.6 = 22.8 (SLC): ~23 dependent loads queue between
     * dispatch and issue. */
    c->ls_issue_queue = 23;
    c->mshrs = 24;                  /* calibrated: MODEL.md "Software prefetch" */
-   c->store_buffer = 24;           /* assumed */
-   c->mispredict_penalty = 11;     /* assumed */
+   c->store_buffer = 24;           /* assumed: no N1 figure found */
+   c->mispredict_penalty = 11;     /* [Arm N1 platform white paper]: the minimum penalty, 11 */
    /* [SPE methodology §4.2.1] and [N1 PMU methodology]: 64 KB 4-way L1D, 1 MB 8-way L2, 32 MB system-level cache */
    c->l1d_size = 64 << 10; c->l1d_assoc = 4;
    c->l1i_size = 64 << 10; c->l1i_assoc = 4;
@@ -114,8 +114,11 @@ void sl_config_default(SlConfig *c)
    c->stride_distance = 12;
    c->stride_max_lines = 16;      /* assumed: below the 64-line (4 KB) stride of lat_mem_rd */
    c->page_shift = 21;             /* 2 MB pages (transparent huge pages): cache-dominated plateaus */
-   c->l1dtlb_entries = 48; c->l1itlb_entries = 48; /* assumed, fully associative */
-   c->l2tlb_entries = 1280; c->l2tlb_assoc = 5;    /* assumed */
+   /* fully associative 48-entry L1 ITLB: [Arm N1 platform white paper]; 48-entry fully associative L1
+    * DTLB and 1280-entry 5-way L2 TLB: [Cortex-A76 TRM §A5.2] (the core N1 derives from; N1's own TRM
+    * was not reached) */
+   c->l1dtlb_entries = 48; c->l1itlb_entries = 48;
+   c->l2tlb_entries = 1280; c->l2tlb_assoc = 5;
    c->l1tlb_lat = 1;               /* [SPE methodology table 4.4]: xlat 0.357 ns = 1 cycle */
    c->l2tlb_lat = 5;               /* [SPE methodology table 4.4] (-t, P2): xlat 2.143 ns = 6 cycles = 1 + 5 */
    c->walk_lat = 12;               /* assumed; plus the leaf PTE fetch through L2/SLC/DRAM */
@@ -142,19 +145,30 @@ typedef struct {
    ULong midr;
    UInt dispatch_width, rob_size, mispredict_penalty, l2_size, l2_lat, pmu_events;
    Bool spe_late_prefetch;
+   UInt l1dtlb_entries, l1itlb_entries, l2tlb_entries, l2tlb_assoc, ras_entries;
 } SlCoreModel;
 
 static const SlCoreModel sl_core_models[] = {
    /* today's defaults (sl_config_default) */
-   {"neoverse-n1", "Neoverse N1", 0x413fd0c1ull, 4, 128, 11, 1u << 20, 14, SL_EVSET_N1, True},
+   {"neoverse-n1", "Neoverse N1", 0x413fd0c1ull, 4, 128, 11, 1u << 20, 14, SL_EVSET_N1, True,
+    48, 48, 1280, 5, 16},
    /* MIDR revision and dispatch slots: Arm's telemetry specification (product_configuration
     * major/minor_revision, num_slots); reorder windows and V1's and N2's mispredict penalties:
     * LLVM's scheduling models (MicroOpBufferSize, MispredictPenalty); V2's L2 load-to-use:
-    * Graviton4's pointer chase (4.0 ns x 2.8 GHz = 11.2); V2's penalty and V1's and N2's L2
-    * latency assumed (N1's) */
-   {"neoverse-v1", "Neoverse V1", 0x411fd402ull, 8, 256, 11, 1u << 20, 14, SL_EVSET_SLOTS, False},
-   {"neoverse-v2", "Neoverse V2", 0x410fd4f0ull, 8, 320, 11, 2u << 20, 11, SL_EVSET_SLOTS, False},
-   {"neoverse-n2", "Neoverse N2", 0x410fd493ull, 5, 160, 10, 1u << 20, 14, SL_EVSET_SLOTS, False},
+    * Graviton4's pointer chase (4.0 ns x 2.8 GHz = 11.2), also taken for V1, whose L2 Arm gives
+    * the same 10-cycle load-to-use as V2's ([Arm V1 Teratec 2021], [Arm HC2023 V2]); V2's
+    * penalty: Cortex-X3's from the instruction cache ([AnandTech Cortex-X4]). TLBs (L1 D, L1 I,
+    * L2 entries, L2 ways): V2's from [Neoverse V2 TRM] (48, 48, 2048 8-way; 2048 / 8 = 256
+    * sets); V1's L1 DTLB 40 ([Arm HC2023 V2]: V2 "increased from 40 to 48") and L2 TLB 2048
+    * ([Arm V1 Teratec 2021]: "MMU capacity 1.2K->2K entry"), its L1 ITLB and L2 ways assumed
+    * (V2's); N2's assumed (N1's). Return stack: V2's 32 measured ([jiegec V2 review]), the
+    * others' assumed (N1's). N2's L2 latency assumed (N1's). */
+   {"neoverse-v1", "Neoverse V1", 0x411fd402ull, 8, 256, 11, 1u << 20, 11, SL_EVSET_SLOTS, False,
+    40, 48, 2048, 8, 16},
+   {"neoverse-v2", "Neoverse V2", 0x410fd4f0ull, 8, 320, 11, 2u << 20, 11, SL_EVSET_SLOTS, False,
+    48, 48, 2048, 8, 32},
+   {"neoverse-n2", "Neoverse N2", 0x410fd493ull, 5, 160, 10, 1u << 20, 14, SL_EVSET_SLOTS, False,
+    48, 48, 1280, 5, 16},
 };
 
 typedef struct {
@@ -167,7 +181,8 @@ typedef struct {
 static const SlPlatform sl_platforms[] = {
    /* SLC and DRAM latencies in cycles at the platform clock: ns x GHz, rounded; Graviton2's
     * SLC (28.8 ns) and Graviton4's SLC and DRAM (21.2 and 110.0 ns) are pointer-chase
-    * measurements, the others N1's 36.6 and 101 ns (assumed) */
+    * measurements, the others N1's 36.6 and 101 ns (assumed). Cobalt 100's 3.4 GHz: [Arm LP
+    * Cobalt 100]; N1SDP's 2.6 GHz: [Arm SCP firmware N1SDP] (the cores' initial rate). */
    {"graviton2", "neoverse-n1", 2500000000ull, 1u << 20, 32u << 20, 16, 12, 72, 203, 64, 0},
    {"graviton3", "neoverse-v1", 2600000000ull, 1u << 20, 32u << 20, 16, 12, 95, 263, 64, 0},
    {"graviton4", "neoverse-v2", 2800000000ull, 2u << 20, 36u << 20, 18, 12, 59, 308, 96, 0},
@@ -227,6 +242,9 @@ const HChar *sl_config_preset(SlConfig *c, const HChar *platform, const HChar *c
    c->l2_lat = m->l2_lat;
    c->pmu_events = m->pmu_events;
    c->spe_late_prefetch = m->spe_late_prefetch;
+   c->l1dtlb_entries = m->l1dtlb_entries; c->l1itlb_entries = m->l1itlb_entries;
+   c->l2tlb_entries = m->l2tlb_entries; c->l2tlb_assoc = m->l2tlb_assoc;
+   c->ras_entries = m->ras_entries;
    if (p) {
       c->cpu_hz = p->cpu_hz;
       c->l2_size = p->l2_size;

@@ -633,13 +633,15 @@ fn program_output_and_exit_status_pass_through() {
 
 /// One preset of emulator/MODEL.md "Cores and platforms", with the values typed from that
 /// table's sources (not read from the tool): MIDR, dispatch slots, reorder window, mispredict
-/// penalty, L2 size and load-to-use latency; then clock, SLC size and ways, page shift, SLC and DRAM latencies (ns at the
-/// platform clock, rounded to cycles), core count; and whether the core has the slot events.
+/// penalty, L2 size and load-to-use latency, L1 DTLB, L1 ITLB and L2 TLB entries, L2 TLB ways,
+/// return-stack entries; then clock, SLC size and ways, page shift, SLC and DRAM latencies (ns
+/// at the platform clock, rounded to cycles), core count; and whether the core has the slot
+/// events.
 struct Preset {
     opts: &'static [&'static str],
     cpu_name: &'static str,
     midr: u64,
-    core: [u32; 5],
+    core: [u32; 10],
     cpu_hz: u64,
     system: [u32; 7],
     slot_events: bool,
@@ -648,18 +650,23 @@ struct Preset {
 const MIB: u32 = 1 << 20;
 /// N1's system: [SPE methodology §4] (2.8 GHz, 32 MB SLC, 2 MB pages, table 4.4 latencies).
 const DEFAULT_SYSTEM: [u32; 7] = [32 * MIB, 16, 21, 103, 283, 64, 0];
-/// [N1 PMU methodology]'s cores (MIDR N1 r3p1, L2 14 cycles from [SPE methodology table 4.4]) and
-/// the telemetry specifications' revisions and num_slots for V1 (r1p2), V2 (r0p0), N2 (r0p3);
-/// reorder windows 256, 320, 160 and mispredict penalties 11 (V1), 10 (N2) from LLVM's
+/// [N1 PMU methodology]'s cores (MIDR N1 r3p1, L2 14 cycles from [SPE methodology table 4.4];
+/// 128-entry commit queue, 11-cycle minimum mispredict penalty and 48-entry ITLB from [Arm N1
+/// platform white paper]; 48-entry DTLB and 1280-entry 5-way L2 TLB from [Cortex-A76 TRM §A5.2])
+/// and the telemetry specifications' revisions and num_slots for V1 (r1p2), V2 (r0p0), N2
+/// (r0p3); reorder windows 256, 320, 160 and mispredict penalties 11 (V1), 10 (N2) from LLVM's
 /// scheduling models; V2's L2 11 cycles = 4.0 ns at Graviton4's 2.8 GHz (11.2) from the
-/// [Arm LP memory subsystem] pointer chase.
-const N1: (u64, [u32; 5]) = (0x413f_d0c1, [4, 128, 11, MIB, 14]);
-const V1: (u64, [u32; 5]) = (0x411f_d402, [8, 256, 11, MIB, 14]);
-const V2: (u64, [u32; 5]) = (0x410f_d4f0, [8, 320, 11, 2 * MIB, 11]);
-const N2: (u64, [u32; 5]) = (0x410f_d493, [5, 160, 10, MIB, 14]);
+/// [Arm LP memory subsystem] pointer chase, also V1's (Arm gives both the same 10-cycle L2
+/// load-to-use); V2's TLBs 48, 48, 2048 8-way from [Neoverse V2 TRM] and its 32-entry return
+/// stack from [jiegec V2 review]; V1's 40-entry DTLB from [Arm HC2023 V2] ("increased from 40
+/// to 48") and 2048-entry L2 TLB from [Arm V1 Teratec 2021] ("1.2K->2K").
+const N1: (u64, [u32; 10]) = (0x413f_d0c1, [4, 128, 11, MIB, 14, 48, 48, 1280, 5, 16]);
+const V1: (u64, [u32; 10]) = (0x411f_d402, [8, 256, 11, MIB, 11, 40, 48, 2048, 8, 16]);
+const V2: (u64, [u32; 10]) = (0x410f_d4f0, [8, 320, 11, 2 * MIB, 11, 48, 48, 2048, 8, 32]);
+const N2: (u64, [u32; 10]) = (0x410f_d493, [5, 160, 10, MIB, 14, 48, 48, 1280, 5, 16]);
 
 fn presets() -> Vec<Preset> {
-    let core = |opts, name, (midr, core): (u64, [u32; 5]), slots| Preset {
+    let core = |opts, name, (midr, core): (u64, [u32; 10]), slots| Preset {
         opts,
         cpu_name: name,
         midr,
@@ -668,11 +675,15 @@ fn presets() -> Vec<Preset> {
         system: DEFAULT_SYSTEM,
         slot_events: slots,
     };
-    let platform = |opts, name, c: (u64, [u32; 5]), l2: u32, hz, system, slots| Preset {
+    let platform = |opts, name, c: (u64, [u32; 10]), l2: u32, hz, system, slots| Preset {
         opts,
         cpu_name: name,
         midr: c.0,
-        core: [c.1[0], c.1[1], c.1[2], l2, c.1[4]],
+        core: {
+            let mut core = c.1;
+            core[3] = l2;
+            core
+        },
         cpu_hz: hz,
         system,
         slot_events: slots,
@@ -804,6 +815,11 @@ fn cores_and_platforms_claim_their_documented_configuration() {
             c.mispredict_penalty_cycles,
             c.l2_bytes,
             c.l2_latency_cycles,
+            c.l1d_tlb_entries,
+            c.l1i_tlb_entries,
+            c.l2_tlb_entries,
+            c.l2_tlb_assoc,
+            c.ras_entries,
         ];
         let got_system = [
             c.slc_bytes,
