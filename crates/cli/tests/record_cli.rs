@@ -191,6 +191,52 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
     // the recording claims the emulated core: Neoverse V2 r0p0 ([telemetry specification])
     let sidecar = std::fs::read_to_string(dir.join("g4.data.spelunk.json")).unwrap();
     assert!(sidecar.contains("0x410fd4f0"), "{sidecar}");
+    // ... and names the platform: in the sidecar, the perf.data's CPU description and the report
+    let sidecar: serde_json::Value = serde_json::from_str(&sidecar).unwrap();
+    assert_eq!(sidecar["config"]["platform"], "graviton4");
+    let f = spelunk_perf::PerfDataFile::open(dir.join("g4.data")).unwrap();
+    assert_eq!(
+        f.features.cpu_desc.as_deref(),
+        Some("Neoverse V2 (emulated by spelunk, platform graviton4)")
+    );
+    let o = spelunk(&["report", "g4.data"], None, &dir);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("[emulated by spelunk, platform graviton4: figures come from its model"),
+        "{out}"
+    );
+    let o = spelunk(&["report", "g4.data", "--json"], None, &dir);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["recording"]["emulated_platform"], "graviton4");
+    // a core without a platform names no platform
+    let o = spelunk(
+        &[
+            "record",
+            "--emulate",
+            "--cpu-model",
+            "neoverse-v1",
+            "-o",
+            "v1.data",
+            "--",
+            prog.to_str().unwrap(),
+            "-n",
+            "1000",
+            "16k",
+        ],
+        Some(&lib),
+        &dir,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let f = spelunk_perf::PerfDataFile::open(dir.join("v1.data")).unwrap();
+    assert_eq!(
+        f.features.cpu_desc.as_deref(),
+        Some("Neoverse V1 (emulated by spelunk)")
+    );
+    let o = spelunk(&["report", "v1.data", "--json"], None, &dir);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["recording"]["emulated"], true);
+    assert!(r["recording"].get("emulated_platform").is_none(), "{r}");
     let o = spelunk(
         &[
             "record",
