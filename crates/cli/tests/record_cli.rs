@@ -256,3 +256,54 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
         stderr(&o)
     );
 }
+
+/// `--emulator-opt` may not choose the core or platform behind spelunk's back (its progress
+/// line and check would name another core than the tool models), nor claim another CPU
+/// identity; the refusal names spelunk's own flag and comes before anything runs (the program
+/// does not exist, the emulator is not looked for).
+#[test]
+fn emulator_opts_choosing_the_cpu_are_refused_before_the_run() {
+    let dir = scratch("machine-opts");
+    let nowhere = dir.join("no-emulator-here");
+    for (opt, expected) in [
+        (
+            "--cpu-model=neoverse-v2",
+            "--emulator-opt=--cpu-model=neoverse-v2: choose the emulated core with spelunk's \
+             own --cpu-model neoverse-v2 instead",
+        ),
+        (
+            "--platform=graviton3",
+            "--emulator-opt=--platform=graviton3: choose the emulated platform with spelunk's \
+             own --platform graviton3 instead",
+        ),
+        (
+            "--midr=0x410fd4f0",
+            "--emulator-opt=--midr=0x410fd4f0: the recording would claim a CPU other than the \
+             one the emulator models",
+        ),
+        (
+            "--cpu-name=Neoverse V2",
+            "--emulator-opt=--cpu-name=Neoverse V2: the recording would claim a CPU other than \
+             the one the emulator models",
+        ),
+    ] {
+        let emulator_opt = format!("--emulator-opt={opt}");
+        for args in [
+            vec!["record", "--emulate", "-o", "out.data"],
+            vec!["topdown", "--emulate"],
+        ] {
+            let mut args = args.clone();
+            args.extend([emulator_opt.as_str(), "--", "./no-such-program"]);
+            let o = spelunk(&args, Some(&nowhere), &dir);
+            let err = stderr(&o);
+            assert!(!o.status.success(), "{args:?}: {err}");
+            assert!(err.contains(expected), "{args:?}: {err}");
+            assert!(
+                !err.contains("no such file"),
+                "{args:?}: refused first: {err}"
+            );
+            assert!(!err.contains("running"), "{args:?}: nothing runs: {err}");
+        }
+    }
+    assert!(!dir.join("out.data").exists());
+}

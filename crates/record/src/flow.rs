@@ -175,7 +175,11 @@ fn record_emulated(
     event_filter: u64,
     say: &mut dyn FnMut(&str),
 ) -> Result<Recorded> {
-    let machine = emulated_machine(req.platform.as_deref(), req.cpu_model.as_deref())?;
+    let machine = emulated_machine(
+        req.platform.as_deref(),
+        req.cpu_model.as_deref(),
+        &req.emulator_opts,
+    )?;
     let options = EmulatorOptions {
         period_ops: req.period_ops,
         jitter: req.jitter,
@@ -226,9 +230,16 @@ fn record_emulated(
     Ok(Recorded::Emulated(rec))
 }
 
-/// The emulated machine the flags name, or a refusal listing the valid names.
-fn emulated_machine(platform: Option<&str>, cpu_model: Option<&str>) -> Result<EmulatedMachine> {
-    EmulatedMachine::new(platform, cpu_model).map_err(|e| RecordFlowError::Options(e.to_string()))
+/// The emulated machine the flags name, or a refusal listing the valid names, or refusing an
+/// `--emulator-opt` that would choose another core or claim another CPU behind spelunk's back.
+fn emulated_machine(
+    platform: Option<&str>,
+    cpu_model: Option<&str>,
+    emulator_opts: &[String],
+) -> Result<EmulatedMachine> {
+    let refused = |e: &dyn std::fmt::Display| RecordFlowError::Options(e.to_string());
+    crate::emulator::check_extra_options(emulator_opts).map_err(|e| refused(&e))?;
+    EmulatedMachine::new(platform, cpu_model).map_err(|e| refused(&e))
 }
 
 /// Checks shared by the SPE recorders; returns the event filter.
@@ -570,7 +581,11 @@ pub fn emulated_topdown(
     if run.command.is_empty() {
         return refuse("--emulate needs the command to run after `--`".into());
     }
-    let machine = emulated_machine(run.platform.as_deref(), req.cpu_model.as_deref())?;
+    let machine = emulated_machine(
+        run.platform.as_deref(),
+        req.cpu_model.as_deref(),
+        &run.emulator_opts,
+    )?;
     let check =
         unsupported::before_emulated_run(OsStr::new(&run.command[0]), "spelunk topdown", say)
             .map_err(RecordFlowError::Options)?;
