@@ -165,23 +165,14 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
     );
     let Some((lib, wl)) = emulator() else { return };
     let prog = wl.join("lat_mem_rd");
-    let o = spelunk(
-        &[
-            "record",
-            "--emulate",
-            "--platform",
-            "graviton4",
-            "-o",
-            "g4.data",
-            "--",
-            prog.to_str().unwrap(),
-            "-n",
-            "1000",
-            "16k",
-        ],
-        Some(&lib),
-        &dir,
-    );
+    // a short pointer chase under the emulated `machine`, recorded to `out`
+    let record = |machine: [&str; 2], out: &str| {
+        let mut args = vec!["record", "--emulate"];
+        args.extend(machine);
+        args.extend(["-o", out, "--", prog.to_str().unwrap(), "-n", "1000", "16k"]);
+        spelunk(&args, Some(&lib), &dir)
+    };
+    let o = record(["--platform", "graviton4"], "g4.data");
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -210,23 +201,7 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
     let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(r["recording"]["emulated_platform"], "graviton4");
     // a core without a platform names no platform
-    let o = spelunk(
-        &[
-            "record",
-            "--emulate",
-            "--cpu-model",
-            "neoverse-v1",
-            "-o",
-            "v1.data",
-            "--",
-            prog.to_str().unwrap(),
-            "-n",
-            "1000",
-            "16k",
-        ],
-        Some(&lib),
-        &dir,
-    );
+    let o = record(["--cpu-model", "neoverse-v1"], "v1.data");
     assert!(o.status.success(), "{}", stderr(&o));
     let f = spelunk_perf::PerfDataFile::open(dir.join("v1.data")).unwrap();
     assert_eq!(

@@ -164,17 +164,23 @@ pub fn record(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Recorded
             record_hardware(req, event_filter, say)
         }
         Recorder::Emulated => {
-            let event_filter = check_sampling_options(req)?;
-            record_emulated(req, event_filter, say)
+            let plan = plan_emulated(req, say)?;
+            record_emulated(req, &plan, say)
         }
     }
 }
 
-fn record_emulated(
-    req: &RecordRequest,
-    event_filter: u64,
-    say: &mut dyn FnMut(&str),
-) -> Result<Recorded> {
+/// An emulated recording ready to run: every check that needs no run done (the options, the
+/// output, the program's instructions, the emulator found). `--overhead` makes it once for
+/// its whole series, so the check's warnings are said once.
+struct EmulatedPlan {
+    options: EmulatorOptions,
+    check: unsupported::ProgramCheck,
+    install: EmulatorInstall,
+}
+
+fn plan_emulated(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<EmulatedPlan> {
+    let event_filter = check_sampling_options(req)?;
     let machine = emulated_machine(
         req.platform.as_deref(),
         req.cpu_model.as_deref(),
@@ -204,11 +210,23 @@ fn record_emulated(
     let check = unsupported::before_emulated_run(&req.command[0], "spelunk record", say)
         .map_err(RecordFlowError::Options)?;
     let install = EmulatorInstall::locate()?;
+    Ok(EmulatedPlan {
+        options,
+        check,
+        install,
+    })
+}
+
+fn record_emulated(
+    req: &RecordRequest,
+    plan: &EmulatedPlan,
+    say: &mut dyn FnMut(&str),
+) -> Result<Recorded> {
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
         "running {program} under {} (Valgrind; expect the program to run ~100x slower than \
          natively)",
-        options.machine.describe()
+        plan.options.machine.describe()
     ));
     let output = Output::At {
         perf_data: req.output.clone(),
@@ -216,8 +234,8 @@ fn record_emulated(
     };
     let mut valgrind_lines = Vec::new();
     let rec = EmulatedRecording::run(
-        &install,
-        &options,
+        &plan.install,
+        &plan.options,
         output,
         &req.command,
         &req.cmdline,
@@ -226,7 +244,7 @@ fn record_emulated(
             valgrind_lines.push(l.to_owned());
         },
     )?;
-    unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
+    unsupported::after_emulated_run(rec.exit, &valgrind_lines, &plan.check, say);
     Ok(Recorded::Emulated(rec))
 }
 
@@ -501,6 +519,12 @@ pub fn record_overhead(
         Recorder::Emulated => "emulated",
         Recorder::Hardware => "hardware SPE",
     };
+    // An emulated series is checked once, before its first run: refusals come before any
+    // native run, and the program check's warnings are said once.
+    let plan = match req.recorder {
+        Recorder::Emulated => Some(plan_emulated(req, say)?),
+        _ => None,
+    };
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
         "--overhead: running {program} {runs} time(s) natively and {runs} time(s) recorded ({mode}); only the last recorded run keeps its standard output"
@@ -526,7 +550,10 @@ pub fn record_overhead(
             None
         };
         let cpu_before = children_cpu_ns();
-        let once = record(req, say)?;
+        let once = match &plan {
+            Some(plan) => record_emulated(req, plan, say)?,
+            None => record(req, say)?,
+        };
         let cpu_ns = children_cpu_ns().saturating_sub(cpu_before);
         drop(quiet);
         recorded(&once);
