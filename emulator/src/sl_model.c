@@ -234,6 +234,7 @@ const HChar *sl_config_preset(SlConfig *c, const HChar *platform, const HChar *c
       m = find_core(p ? p->core : "neoverse-n1");
    }
    c->cpu_name = m->cpu_name;
+   c->platform_name = p ? p->name : NULL;
    c->midr = m->midr;
    c->dispatch_width = m->dispatch_width;
    c->rob_size = m->rob_size;

@@ -116,6 +116,7 @@ typedef enum { SL_LVL_L1D = 0, SL_LVL_L2, SL_LVL_PEER, SL_LVL_SLC, SL_LVL_DRAM, 
 typedef struct SlConfig_ {
    /* CPU identity claimed in the trace */
    const HChar *cpu_name;
+   const HChar *platform_name; /* the --platform preset's name; NULL without one */
    ULong midr;
    ULong cpu_hz;
    ULong timer_hz;

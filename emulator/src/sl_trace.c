@@ -192,6 +192,7 @@ void slt_config(SlTrace *t, const SlConfig *c, UInt switch_min, UInt switch_max,
    slt_str16(t, c->cpu_name);
    slt_str16(t, tool_version);
    slt_str16(t, host_arch);
+   slt_str16(t, c->platform_name); /* 1.3; empty without --platform */
    slt_end(t);
 }
 

@@ -271,6 +271,10 @@ pub struct RecordingInfo {
     /// Recorded under spelunk's emulator (the sidecar says so): every figure comes from its
     /// model of the CPU, not from hardware.
     pub emulated: bool,
+    /// The platform preset an emulated run modelled (`--platform`, e.g. `graviton3`; the
+    /// sidecar's `config.platform`); absent from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated_platform: Option<String>,
     pub duration_ns: u64,
     pub first_time_ns: Option<u64>,
     /// Records decoded, and those the report's filter selected.

@@ -153,7 +153,8 @@ pub struct RecordArgs {
 
     /// With --emulate: a system preset (core, clock, L2, SLC, page size, DRAM latency, core
     /// count): graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp. An
-    /// --emulator-opt setting a parameter overrides it (emulator/MODEL.md)
+    /// --emulator-opt setting a parameter overrides it (emulator/MODEL.md); one setting
+    /// --cpu-model, --platform, --midr or --cpu-name is refused
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
 

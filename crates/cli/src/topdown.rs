@@ -127,7 +127,8 @@ pub struct TopdownArgs {
 
     /// With --emulate: a system preset (core, clock, L2, SLC, page size, DRAM latency, core
     /// count): graviton2, graviton3, graviton4, grace, cobalt100, altra, n1sdp. An
-    /// --emulator-opt setting a parameter overrides it (emulator/MODEL.md)
+    /// --emulator-opt setting a parameter overrides it (emulator/MODEL.md); one setting
+    /// --cpu-model, --platform, --midr or --cpu-name is refused
     #[arg(long, value_name = "NAME", requires = "emulate")]
     pub platform: Option<String>,
 

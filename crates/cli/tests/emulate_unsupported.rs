@@ -35,13 +35,8 @@ fn foreign_program(dir: &Path) -> (&'static str, &'static str, PathBuf) {
 }
 
 fn spelunk(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_spelunk"))
-        .args(args)
-        .current_dir(dir)
-        // Whether or not an emulator is built: the refusal comes before it is looked for.
-        .env("SPELUNK_EMULATOR_LIB", dir.join("no-emulator-here"))
-        .output()
-        .unwrap()
+    // Whether or not an emulator is built: the refusal comes before it is looked for.
+    spelunk_emulated(args, dir, &dir.join("no-emulator-here"))
 }
 
 #[test]
@@ -171,9 +166,10 @@ fn avx512_used_unconditionally_is_refused_before_the_run() {
     assert!(!err.contains("running"), "{err}");
 }
 
-/// The emulator's library directory, or None (skipped) when it is not built.
-fn emulator_lib() -> Option<PathBuf> {
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../emulator/build/lib");
+/// The emulator's tool directory, or None (skipped) when it is not built.
+fn built_emulator() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = root.join("emulator/build/lib");
     if lib.join("spelunk-amd64-linux").exists() {
         return Some(lib);
     }
@@ -187,9 +183,7 @@ fn emulator_lib() -> Option<PathBuf> {
 
 #[test]
 fn ignore_unsupported_runs_a_program_that_guards_them_another_way() {
-    let Some(lib) = emulator_lib() else {
-        return;
-    };
+    let Some(lib) = built_emulator() else { return };
     let dir = scratch("ignore");
     // AVX-512 reached only with an argument (as a program that reads /proc/cpuinfo would
     // decide): nothing spelunk recognises guards it, so it is refused without the flag.
@@ -207,12 +201,7 @@ fn ignore_unsupported_runs_a_program_that_guards_them_another_way() {
         let mut args = vec!["record", "--emulate", "-o", "out.data"];
         args.extend_from_slice(extra);
         args.extend_from_slice(&["--", "./guarded"]);
-        Command::new(env!("CARGO_BIN_EXE_spelunk"))
-            .args(&args)
-            .current_dir(&dir)
-            .env("SPELUNK_EMULATOR_LIB", &lib)
-            .output()
-            .unwrap()
+        spelunk_emulated(&args, &dir, &lib)
     };
     let o = run(&[]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -251,26 +240,38 @@ fn ignore_unsupported_runs_a_program_that_guards_them_another_way() {
     );
 }
 
-#[test]
-fn sigill_under_the_emulator_is_said_plainly() {
-    let Some(lib) = emulator_lib() else {
-        return;
-    };
-    let dir = scratch("sigill");
-    // Checks the CPU (so spelunk warns and runs), then uses AVX-512 anyway when given an
-    // argument: Valgrind, which implements no EVEX instruction, stops it with SIGILL.
-    let Some(_) = x86_program(
-        &dir,
+/// `dir/disp`: checks the CPU (so spelunk warns and runs), then uses AVX-512 anyway when given
+/// an argument: Valgrind, which implements no EVEX instruction, stops it with SIGILL.
+fn dispatching_program(dir: &Path) -> Option<PathBuf> {
+    x86_program(
+        dir,
         "disp",
         &format!(
             "{WIDE}int main(int argc, char **argv) {{ (void)argv;\n\
              if (__builtin_cpu_supports(\"avx512f\") || argc > 1) wide();\n return 0; }}\n"
         ),
-    ) else {
+    )
+}
+
+/// `spelunk ARGS` in `dir` with the emulator in `lib`.
+fn spelunk_emulated(args: &[&str], dir: &Path, lib: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .args(args)
+        .current_dir(dir)
+        .env("SPELUNK_EMULATOR_LIB", lib)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn sigill_under_the_emulator_is_said_plainly() {
+    let Some(lib) = built_emulator() else { return };
+    let dir = scratch("sigill");
+    if dispatching_program(&dir).is_none() {
         return;
-    };
-    let o = Command::new(env!("CARGO_BIN_EXE_spelunk"))
-        .args([
+    }
+    let o = spelunk_emulated(
+        &[
             "record",
             "--emulate",
             "-o",
@@ -278,11 +279,10 @@ fn sigill_under_the_emulator_is_said_plainly() {
             "--",
             "./disp",
             "now",
-        ])
-        .current_dir(&dir)
-        .env("SPELUNK_EMULATOR_LIB", &lib)
-        .output()
-        .unwrap();
+        ],
+        &dir,
+        &lib,
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     // 128 + SIGILL (4), as shells pass a signal on.
     assert_eq!(o.status.code(), Some(132), "{err}");
@@ -297,4 +297,38 @@ fn sigill_under_the_emulator_is_said_plainly() {
             && err.contains("(AVX-512 (EVEX-encoded), found in it before the run)"),
         "{err}"
     );
+}
+
+/// `spelunk record --overhead --emulate` checks the program once for its whole series: the
+/// warning about AVX-512 in a program that checks the CPU first is said once, not once per
+/// recorded run (without an argument the program runs its other path under Valgrind and exits
+/// normally).
+#[test]
+fn an_overhead_series_checks_the_program_once() {
+    let Some(lib) = built_emulator() else { return };
+    let dir = scratch("overhead");
+    if dispatching_program(&dir).is_none() {
+        return;
+    }
+    let o = spelunk_emulated(
+        &[
+            "record",
+            "--overhead",
+            "--runs",
+            "2",
+            "--emulate",
+            "-o",
+            "out.data",
+            "--",
+            "./disp",
+        ],
+        &dir,
+        &lib,
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let warning = "warning: ./disp: 1 AVX-512 (EVEX-encoded) instruction";
+    assert_eq!(err.matches(warning).count(), 1, "{err}");
+    // ... while both recorded runs ran
+    assert_eq!(err.matches("running ./disp under").count(), 2, "{err}");
 }

@@ -165,23 +165,14 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
     );
     let Some((lib, wl)) = emulator() else { return };
     let prog = wl.join("lat_mem_rd");
-    let o = spelunk(
-        &[
-            "record",
-            "--emulate",
-            "--platform",
-            "graviton4",
-            "-o",
-            "g4.data",
-            "--",
-            prog.to_str().unwrap(),
-            "-n",
-            "1000",
-            "16k",
-        ],
-        Some(&lib),
-        &dir,
-    );
+    // a short pointer chase under the emulated `machine`, recorded to `out`
+    let record = |machine: [&str; 2], out: &str| {
+        let mut args = vec!["record", "--emulate"];
+        args.extend(machine);
+        args.extend(["-o", out, "--", prog.to_str().unwrap(), "-n", "1000", "16k"]);
+        spelunk(&args, Some(&lib), &dir)
+    };
+    let o = record(["--platform", "graviton4"], "g4.data");
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -191,6 +182,36 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
     // the recording claims the emulated core: Neoverse V2 r0p0 ([telemetry specification])
     let sidecar = std::fs::read_to_string(dir.join("g4.data.spelunk.json")).unwrap();
     assert!(sidecar.contains("0x410fd4f0"), "{sidecar}");
+    // ... and names the platform: in the sidecar, the perf.data's CPU description and the report
+    let sidecar: serde_json::Value = serde_json::from_str(&sidecar).unwrap();
+    assert_eq!(sidecar["config"]["platform"], "graviton4");
+    let f = spelunk_perf::PerfDataFile::open(dir.join("g4.data")).unwrap();
+    assert_eq!(
+        f.features.cpu_desc.as_deref(),
+        Some("Neoverse V2 (emulated by spelunk, platform graviton4)")
+    );
+    let o = spelunk(&["report", "g4.data"], None, &dir);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        out.contains("[emulated by spelunk, platform graviton4: figures come from its model"),
+        "{out}"
+    );
+    let o = spelunk(&["report", "g4.data", "--json"], None, &dir);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["recording"]["emulated_platform"], "graviton4");
+    // a core without a platform names no platform
+    let o = record(["--cpu-model", "neoverse-v1"], "v1.data");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let f = spelunk_perf::PerfDataFile::open(dir.join("v1.data")).unwrap();
+    assert_eq!(
+        f.features.cpu_desc.as_deref(),
+        Some("Neoverse V1 (emulated by spelunk)")
+    );
+    let o = spelunk(&["report", "v1.data", "--json"], None, &dir);
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["recording"]["emulated"], true);
+    assert!(r["recording"].get("emulated_platform").is_none(), "{r}");
     let o = spelunk(
         &[
             "record",
@@ -209,4 +230,55 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `--emulator-opt` may not choose the core or platform behind spelunk's back (its progress
+/// line and check would name another core than the tool models), nor claim another CPU
+/// identity; the refusal names spelunk's own flag and comes before anything runs (the program
+/// does not exist, the emulator is not looked for).
+#[test]
+fn emulator_opts_choosing_the_cpu_are_refused_before_the_run() {
+    let dir = scratch("machine-opts");
+    let nowhere = dir.join("no-emulator-here");
+    for (opt, expected) in [
+        (
+            "--cpu-model=neoverse-v2",
+            "--emulator-opt=--cpu-model=neoverse-v2: choose the emulated core with spelunk's \
+             own --cpu-model neoverse-v2 instead",
+        ),
+        (
+            "--platform=graviton3",
+            "--emulator-opt=--platform=graviton3: choose the emulated platform with spelunk's \
+             own --platform graviton3 instead",
+        ),
+        (
+            "--midr=0x410fd4f0",
+            "--emulator-opt=--midr=0x410fd4f0: the recording would claim a CPU other than the \
+             one the emulator models",
+        ),
+        (
+            "--cpu-name=Neoverse V2",
+            "--emulator-opt=--cpu-name=Neoverse V2: the recording would claim a CPU other than \
+             the one the emulator models",
+        ),
+    ] {
+        let emulator_opt = format!("--emulator-opt={opt}");
+        for args in [
+            vec!["record", "--emulate", "-o", "out.data"],
+            vec!["topdown", "--emulate"],
+        ] {
+            let mut args = args.clone();
+            args.extend([emulator_opt.as_str(), "--", "./no-such-program"]);
+            let o = spelunk(&args, Some(&nowhere), &dir);
+            let err = stderr(&o);
+            assert!(!o.status.success(), "{args:?}: {err}");
+            assert!(err.contains(expected), "{args:?}: {err}");
+            assert!(
+                !err.contains("no such file"),
+                "{args:?}: refused first: {err}"
+            );
+            assert!(!err.contains("running"), "{args:?}: nothing runs: {err}");
+        }
+    }
+    assert!(!dir.join("out.data").exists());
 }

@@ -661,6 +661,12 @@ fn cobalt100_is_an_n2_r0p3_evaluated_with_the_r0p3_specification() {
     );
     let r = read_json(&out);
     assert_eq!(scope(&r, "all")["cpu"]["catalog"], "neoverse-n2-r0p3");
+    // the report's source names the platform the trace names (emulator/FORMAT.md "1 CONFIG")
+    let detail = r["source"]["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.ends_with("(spelunk sidecar, emulated Neoverse N2 (platform cobalt100))"),
+        "{detail}"
+    );
 }
 
 #[test]

@@ -52,6 +52,9 @@ impl<'a> Cursor<'a> {
         self.pos = self.buf.len();
         String::from_utf8_lossy(s).into_owned()
     }
+    fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
     fn seek(&mut self, pos: usize) -> Option<()> {
         if pos > self.buf.len() {
             return None;
@@ -119,6 +122,16 @@ pub(crate) fn config(p: &[u8]) -> Result<RunConfig, TraceErrorKind> {
     let host_arch = c
         .str16()
         .ok_or_else(|| malformed("CONFIG", "truncated host architecture"))?;
+    // 1.3 added the platform preset's name (empty without one); before, the record ends here.
+    let platform = if c.at_end() {
+        None
+    } else {
+        Some(
+            c.str16()
+                .ok_or_else(|| malformed("CONFIG", "truncated platform name"))?,
+        )
+    }
+    .filter(|p| !p.is_empty());
     let [page_shift, dispatch_width, rob_size, ls_issue_queue, mshrs, store_buffer, mispredict_penalty_cycles, l1d_bytes, l1d_assoc, l1d_latency_cycles, l1i_bytes, l1i_assoc, l2_bytes, l2_assoc, l2_latency_cycles, slc_bytes, slc_assoc, slc_latency_cycles, dram_latency_cycles, peer_latency_cycles, prefetch_distance_lines, l1d_tlb_entries, l1i_tlb_entries, l2_tlb_entries, l2_tlb_assoc, l1_tlb_latency_cycles, l2_tlb_latency_cycles, walk_latency_cycles, bp_history_bits, bp_table_bits, btb_entries, ras_entries, max_cores, switch_min_cycles, switch_max_cycles, timeline_interval_us, ..] =
         u32s;
     Ok(RunConfig {
@@ -172,6 +185,7 @@ pub(crate) fn config(p: &[u8]) -> Result<RunConfig, TraceErrorKind> {
         cpu_name,
         tool_version,
         host_arch,
+        platform,
     })
 }
 

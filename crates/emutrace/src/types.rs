@@ -63,6 +63,9 @@ pub struct RunConfig {
     pub cpu_name: String,
     pub tool_version: String,
     pub host_arch: String,
+    /// The platform preset the run emulated (`--platform`, e.g. `graviton3`): None without
+    /// one, and for traces before format 1.3, which do not say.
+    pub platform: Option<String>,
 }
 
 impl RunConfig {

@@ -865,6 +865,47 @@ fn cores_and_platforms_claim_their_documented_configuration() {
     }
 }
 
+/// CONFIG names the platform preset a run emulated (format 1.3, emulator/FORMAT.md "1 CONFIG"):
+/// the `--platform` given, also when `--cpu-model` replaces its core; none without one, also
+/// when only the core is chosen.
+#[test]
+fn the_trace_names_the_platform_preset() {
+    let Some((_, wl)) = setup() else { return };
+    for (i, (opts, platform, cpu_name)) in [
+        (
+            &["--platform=graviton3"][..],
+            Some("graviton3"),
+            "Neoverse V1",
+        ),
+        (&[][..], None, "Neoverse N1"),
+        (&["--cpu-model=neoverse-v2"][..], None, "Neoverse V2"),
+        (
+            &["--platform=graviton4", "--cpu-model=neoverse-n2"][..],
+            Some("graviton4"),
+            "Neoverse N2",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut opts = opts.to_vec();
+        opts.push("--timeline-us=0");
+        let r = emulate(
+            &format!("platform-{i}"),
+            &opts,
+            &wl.join("lat_mem_rd"),
+            &["-n", "100", "16k"],
+        );
+        assert_eq!(r.status, Some(0), "{opts:?}");
+        let c = &r.trace.config;
+        assert_eq!(
+            (c.platform.as_deref(), c.cpu_name.as_str()),
+            (platform, cpu_name),
+            "{opts:?}"
+        );
+    }
+}
+
 #[test]
 fn an_unknown_core_or_platform_is_refused_with_the_valid_names() {
     let Some((emu, wl)) = setup() else { return };

@@ -48,10 +48,16 @@ fn record(out: &mut Vec<u8>, rtype: u16, payload: &[u8]) {
     out.extend_from_slice(payload);
 }
 
-/// CONFIG payload per FORMAT.md: fixed part of 208 bytes, then three str16.
+/// CONFIG payload per FORMAT.md: fixed part of 208 bytes, then three str16 (version 1.0).
 fn config_payload() -> Vec<u8> {
+    config_payload_with(&[], &["Neoverse N1", "0.1.0", "amd64"])
+}
+
+/// CONFIG payload per FORMAT.md: the 208 bytes of 1.0's fixed part, then `later` (fields later
+/// minor versions appended to it), then `strings` as str16.
+fn config_payload_with(later: &[u32], strings: &[&str]) -> Vec<u8> {
     let mut w = W::default();
-    w.u32(208).u32(64);
+    w.u32(208 + 4 * later.len() as u32).u32(64);
     w.u64(0x413f_d0c1).u64(2_800_000_000).u64(1_000_000_000);
     w.u32(1024)
         .u32(2 * 1025)
@@ -103,7 +109,10 @@ fn config_payload() -> Vec<u8> {
         w.u32(f);
     }
     assert_eq!(w.0.len(), 208);
-    for s in ["Neoverse N1", "0.1.0", "amd64"] {
+    for f in later {
+        w.u32(*f);
+    }
+    for s in strings {
         w.u16(s.len() as u16).bytes(s.as_bytes());
     }
     w.0
@@ -214,6 +223,8 @@ fn reads_every_field_of_a_hand_made_trace() {
     assert_eq!(c.timeline_interval_us, 100);
     assert_eq!(c.cpu_name, "Neoverse N1");
     assert_eq!(c.host_arch, "amd64");
+    // a 1.0 CONFIG: three strings, no platform name
+    assert_eq!(c.platform, None);
 
     assert_eq!(trace.samples.len(), 1);
     let s = &trace.samples[0];
@@ -308,6 +319,51 @@ fn a_longer_header_and_longer_fixed_parts_are_accepted() {
     let trace = Trace::from_reader(TraceReader::new(&t[..], "minor").unwrap()).unwrap();
     assert_eq!(trace.samples.len(), 1);
     assert_eq!(trace.samples[0].record.data_source, Some(0b1011));
+}
+
+/// Version 1.3 names the platform preset in a fourth CONFIG string, after the host
+/// architecture (FORMAT.md "1 CONFIG"), empty without `--platform`; 1.2's 216-byte fixed part
+/// (stride prefetcher distance and largest stride) comes before the strings.
+#[test]
+fn config_names_the_platform_from_version_1_3() {
+    let parse = |minor: u8, payload: Vec<u8>| {
+        let mut t = header();
+        t[10] = minor;
+        record(&mut t, 1, &payload);
+        Trace::from_reader(TraceReader::new(&t[..], "platform").unwrap())
+    };
+    let named = |platform: &str| {
+        let c = parse(
+            3,
+            config_payload_with(&[4, 32], &["Neoverse V1", "0.1.0", "amd64", platform]),
+        )
+        .unwrap()
+        .config;
+        assert_eq!(
+            (c.cpu_name.as_str(), c.host_arch.as_str()),
+            ("Neoverse V1", "amd64")
+        );
+        c.platform
+    };
+    assert_eq!(named("graviton3").as_deref(), Some("graviton3"));
+    assert_eq!(named(""), None);
+    // 1.2: three strings after the 216-byte fixed part
+    let c = parse(
+        2,
+        config_payload_with(&[4, 32], &["Neoverse N1", "0.1.0", "amd64"]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!((c.cpu_name.as_str(), c.platform), ("Neoverse N1", None));
+    // a platform name longer than the payload holds
+    let mut p = config_payload_with(&[4, 32], &["Neoverse V1", "0.1.0", "amd64"]);
+    p.extend_from_slice(&9u16.to_le_bytes());
+    p.extend_from_slice(b"grav");
+    let e = parse(3, p).err().unwrap();
+    assert!(
+        matches!(&e.kind, TraceErrorKind::Malformed { record: "CONFIG", detail } if detail == "truncated platform name"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -68,6 +68,14 @@ impl Recording {
                 .sidecar
                 .as_ref()
                 .is_some_and(|s| s.source == "emulator"),
+            emulated_platform: self
+                .ctx
+                .sidecar
+                .as_ref()
+                .filter(|s| s.source == "emulator")
+                .and_then(|s| s.config.get("platform"))
+                .and_then(|p| p.as_str())
+                .map(str::to_string),
             sampling: self.ctx.sampling.clone(),
             losses,
             ..Default::default()

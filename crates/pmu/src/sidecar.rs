@@ -63,14 +63,21 @@ pub fn midr_of(sidecar: &Sidecar) -> Option<Midr> {
     }
 }
 
+/// `config.cpu_name` (or `fallback`), with `config.platform` when the emulator was given a
+/// platform preset: `Neoverse V1 (platform graviton3)`.
+fn cpu_of(sidecar: &Sidecar, fallback: &str) -> String {
+    let text = |k: &str| sidecar.config.get(k).and_then(|v| v.as_str());
+    let cpu = text("cpu_name").unwrap_or(fallback);
+    match text("platform") {
+        Some(p) => format!("{cpu} (platform {p})"),
+        None => cpu.to_string(),
+    }
+}
+
 /// A one-line description of where the counts come from, e.g. `spelunk sidecar, emulated
-/// Neoverse N1`.
+/// Neoverse N1`, or `spelunk sidecar, emulated Neoverse V1 (platform graviton3)`.
 pub fn describe(sidecar: &Sidecar) -> String {
-    let cpu = sidecar
-        .config
-        .get("cpu_name")
-        .and_then(|v| v.as_str())
-        .unwrap_or("CPU");
+    let cpu = cpu_of(sidecar, "CPU");
     if sidecar.source == "emulator" {
         format!("spelunk sidecar, emulated {cpu}")
     } else if sidecar.source.is_empty() {
@@ -111,11 +118,7 @@ pub fn import(
         notes.push(format!(
             "emulated: the counts come from spelunk's model of a {} (emulator/MODEL.md), not \
              from a hardware PMU",
-            sidecar
-                .config
-                .get("cpu_name")
-                .and_then(|v| v.as_str())
-                .unwrap_or("Neoverse N1")
+            cpu_of(sidecar, "Neoverse N1")
         ));
     }
     let columns = map_columns(sidecar, catalog, &mut notes);
@@ -283,11 +286,7 @@ pub fn topdown(sidecar: &Sidecar, path: &str, opts: &SidecarTopdown) -> Result<R
                 if d.catalog.id != c.catalog.id {
                     c.note = Some(format!(
                         "the counts are from a {} ({}); evaluated with {} as asked",
-                        sidecar
-                            .config
-                            .get("cpu_name")
-                            .and_then(|v| v.as_str())
-                            .unwrap_or("CPU"),
+                        cpu_of(sidecar, "CPU"),
                         d.catalog.id,
                         c.catalog.id
                     ));

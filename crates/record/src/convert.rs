@@ -250,7 +250,7 @@ pub fn convert(
             .map(|s| s.trim().to_string())
             .unwrap_or_default(),
         perf_version: format!("spelunk {} emulator", env!("CARGO_PKG_VERSION")),
-        cpu_desc: format!("{} (emulated by spelunk)", config.cpu_name),
+        cpu_desc: emulated_cpu_desc(&config),
         cmdline: command_line.to_vec(),
         total_mem_kb: total_mem_kb(),
         ..Default::default()
@@ -463,6 +463,16 @@ fn reason_name(r: SnapshotReason) -> String {
     }
 }
 
+/// The perf.data's CPU description: the emulated core, the platform preset when the run had
+/// one, and that spelunk emulated it, e.g. "Neoverse V1 (emulated by spelunk, platform
+/// graviton3)".
+fn emulated_cpu_desc(config: &RunConfig) -> String {
+    match &config.platform {
+        Some(p) => format!("{} (emulated by spelunk, platform {p})", config.cpu_name),
+        None => format!("{} (emulated by spelunk)", config.cpu_name),
+    }
+}
+
 /// Phases, objects, counters and truth from the first pass.
 fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64) -> Sidecar {
     let mut sc = Sidecar::new("emulator");
@@ -513,6 +523,12 @@ fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64
         cfg("host_arch", config.host_arch.clone().into()),
     ]
     .into_iter()
+    .chain(
+        config
+            .platform
+            .as_ref()
+            .map(|p| cfg("platform", p.clone().into())),
+    )
     .collect();
 
     // Phases: begin/end pairs per thread; a phase still open at the end ends with the run.

@@ -206,6 +206,79 @@ impl EmulatedMachine {
     }
 }
 
+/// The tool options that choose or claim the emulated CPU, which `--emulator-opt` may not
+/// pass: spelunk chooses the core itself (`--cpu-model`, `--platform`), so that its progress
+/// line, its check of the program and the recording all name the core the tool models. The
+/// tool's `--midr` and `--cpu-name` would have the recording claim a CPU other than the one
+/// modelled: the MIDR picks the SPE record layout, the data-source encoding and the top-down
+/// catalog the recording is read with (an N1's counters evaluated with a V2's formulas), the
+/// name is what every report shows.
+const MACHINE_OPTIONS: [&str; 4] = ["--cpu-model", "--platform", "--midr", "--cpu-name"];
+
+/// An `--emulator-opt` that sets the core, the platform or the CPU identity claimed.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("{}", self.message())]
+pub struct MachineOption {
+    /// The option as given, e.g. `--cpu-model=neoverse-v2`.
+    pub option: String,
+    /// The tool option it sets, e.g. `--cpu-model`.
+    pub name: &'static str,
+}
+
+impl MachineOption {
+    fn message(&self) -> String {
+        let value = self
+            .option
+            .split_once('=')
+            .map_or("NAME", |(_, v)| v)
+            .to_string();
+        let given = format!("--emulator-opt={}", self.option);
+        match self.name {
+            "--cpu-model" | "--platform" => format!(
+                "{given}: choose the emulated {} with spelunk's own {} {value} instead, so that \
+                 the progress line and the recording name what the emulator models",
+                if self.name == "--platform" {
+                    "platform"
+                } else {
+                    "core"
+                },
+                self.name
+            ),
+            _ => {
+                let (what, why) = if self.name == "--midr" {
+                    (
+                        "MIDR",
+                        "the MIDR chooses how the samples and counters are read",
+                    )
+                } else {
+                    ("name", "every report shows the name")
+                };
+                format!(
+                    "{given}: the recording would claim a CPU other than the one the emulator \
+                     models ({why}); choose the emulated core with --cpu-model NAME or \
+                     --platform NAME, and it claims its own {what}"
+                )
+            }
+        }
+    }
+}
+
+/// Refuses `--emulator-opt` values that set the emulated core or platform or the CPU identity
+/// claimed ([`MACHINE_OPTIONS`]), in the forms the tool reads (`--name=value`) or would
+/// refuse later (`--name` alone).
+pub fn check_extra_options(extra: &[String]) -> Result<(), MachineOption> {
+    for opt in extra {
+        let key = opt.split_once('=').map_or(opt.as_str(), |(k, _)| k);
+        if let Some(name) = MACHINE_OPTIONS.iter().find(|n| **n == key) {
+            return Err(MachineOption {
+                option: opt.clone(),
+                name,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The SPE and model settings of an emulated run, as the tool's options.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmulatorOptions {
@@ -341,15 +414,33 @@ mod tests {
         let m = EmulatedMachine::default();
         assert_eq!(m.describe(), "the emulated Neoverse N1");
         assert!(m.tool_args().is_empty());
-        // the machine's options come before --emulator-opt ones, which override them
+        // the machine's options come before --emulator-opt ones
         let o = EmulatorOptions {
             machine: EmulatedMachine::new(None, Some("neoverse-n2")).unwrap(),
-            extra: vec!["--cpu-model=neoverse-v1".into()],
+            extra: vec!["--l2-size=2097152".into()],
             ..EmulatorOptions::default()
         };
         let a = o.tool_args(Path::new("t.emutrace"));
         let at = |s: &str| a.iter().position(|x| x == s).unwrap();
-        assert!(at("--cpu-model=neoverse-n2") < at("--cpu-model=neoverse-v1"));
+        assert!(at("--cpu-model=neoverse-n2") < at("--l2-size=2097152"));
+    }
+
+    #[test]
+    fn extra_options_choosing_the_cpu_are_refused() {
+        let refused = |o: &[&str]| {
+            check_extra_options(&o.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+                .map_err(|e| e.name)
+        };
+        assert_eq!(refused(&["--l2-size=2097152", "--cores=8"]), Ok(()));
+        // a longer option starting with the same letters is not one of them
+        assert_eq!(refused(&["--cpu-models=x", "--midrange"]), Ok(()));
+        assert_eq!(
+            refused(&["--cores=8", "--cpu-model=neoverse-v2"]),
+            Err("--cpu-model")
+        );
+        assert_eq!(refused(&["--platform"]), Err("--platform"));
+        assert_eq!(refused(&["--midr=0x410fd4f0"]), Err("--midr"));
+        assert_eq!(refused(&["--cpu-name=Neoverse V2"]), Err("--cpu-name"));
     }
 
     #[test]

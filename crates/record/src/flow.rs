@@ -167,18 +167,28 @@ pub fn record(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Recorded
             record_hardware(req, event_filter, say)
         }
         Recorder::Emulated => {
-            let event_filter = check_sampling_options(req)?;
-            record_emulated(req, event_filter, say)
+            let plan = plan_emulated(req, say)?;
+            record_emulated(req, &plan, say)
         }
     }
 }
 
-fn record_emulated(
-    req: &RecordRequest,
-    event_filter: u64,
-    say: &mut dyn FnMut(&str),
-) -> Result<Recorded> {
-    let machine = emulated_machine(req.platform.as_deref(), req.cpu_model.as_deref())?;
+/// An emulated recording ready to run: every check that needs no run done (the options, the
+/// output, the program's instructions, the emulator found). `--overhead` makes it once for
+/// its whole series, so the check's warnings are said once.
+struct EmulatedPlan {
+    options: EmulatorOptions,
+    check: unsupported::ProgramCheck,
+    install: EmulatorInstall,
+}
+
+fn plan_emulated(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<EmulatedPlan> {
+    let event_filter = check_sampling_options(req)?;
+    let machine = emulated_machine(
+        req.platform.as_deref(),
+        req.cpu_model.as_deref(),
+        &req.emulator_opts,
+    )?;
     let options = EmulatorOptions {
         period_ops: req.period_ops,
         jitter: req.jitter,
@@ -208,11 +218,23 @@ fn record_emulated(
     )
     .map_err(RecordFlowError::Options)?;
     let install = EmulatorInstall::locate()?;
+    Ok(EmulatedPlan {
+        options,
+        check,
+        install,
+    })
+}
+
+fn record_emulated(
+    req: &RecordRequest,
+    plan: &EmulatedPlan,
+    say: &mut dyn FnMut(&str),
+) -> Result<Recorded> {
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
         "running {program} under {} (Valgrind; expect the program to run ~100x slower than \
          natively)",
-        options.machine.describe()
+        plan.options.machine.describe()
     ));
     let output = Output::At {
         perf_data: req.output.clone(),
@@ -220,8 +242,8 @@ fn record_emulated(
     };
     let mut valgrind_lines = Vec::new();
     let rec = EmulatedRecording::run(
-        &install,
-        &options,
+        &plan.install,
+        &plan.options,
         output,
         &req.command,
         &req.cmdline,
@@ -230,13 +252,20 @@ fn record_emulated(
             valgrind_lines.push(l.to_owned());
         },
     )?;
-    unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
+    unsupported::after_emulated_run(rec.exit, &valgrind_lines, &plan.check, say);
     Ok(Recorded::Emulated(rec))
 }
 
-/// The emulated machine the flags name, or a refusal listing the valid names.
-fn emulated_machine(platform: Option<&str>, cpu_model: Option<&str>) -> Result<EmulatedMachine> {
-    EmulatedMachine::new(platform, cpu_model).map_err(|e| RecordFlowError::Options(e.to_string()))
+/// The emulated machine the flags name, or a refusal listing the valid names, or refusing an
+/// `--emulator-opt` that would choose another core or claim another CPU behind spelunk's back.
+fn emulated_machine(
+    platform: Option<&str>,
+    cpu_model: Option<&str>,
+    emulator_opts: &[String],
+) -> Result<EmulatedMachine> {
+    let refused = |e: &dyn std::fmt::Display| RecordFlowError::Options(e.to_string());
+    crate::emulator::check_extra_options(emulator_opts).map_err(|e| refused(&e))?;
+    EmulatedMachine::new(platform, cpu_model).map_err(|e| refused(&e))
 }
 
 /// Checks shared by the SPE recorders; returns the event filter.
@@ -499,6 +528,12 @@ pub fn record_overhead(
         Recorder::Emulated => "emulated",
         Recorder::Hardware => "hardware SPE",
     };
+    // An emulated series is checked once, before its first run: refusals come before any
+    // native run, and the program check's warnings are said once.
+    let plan = match req.recorder {
+        Recorder::Emulated => Some(plan_emulated(req, say)?),
+        _ => None,
+    };
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
         "--overhead: running {program} {runs} time(s) natively and {runs} time(s) recorded ({mode}); only the last recorded run keeps its standard output"
@@ -524,7 +559,10 @@ pub fn record_overhead(
             None
         };
         let cpu_before = children_cpu_ns();
-        let once = record(req, say)?;
+        let once = match &plan {
+            Some(plan) => record_emulated(req, plan, say)?,
+            None => record(req, say)?,
+        };
         let cpu_ns = children_cpu_ns().saturating_sub(cpu_before);
         drop(quiet);
         recorded(&once);
@@ -581,7 +619,11 @@ pub fn emulated_topdown(
     if run.command.is_empty() {
         return refuse("--emulate needs the command to run after `--`".into());
     }
-    let machine = emulated_machine(run.platform.as_deref(), req.cpu_model.as_deref())?;
+    let machine = emulated_machine(
+        run.platform.as_deref(),
+        req.cpu_model.as_deref(),
+        &run.emulator_opts,
+    )?;
     let check = unsupported::before_emulated_run(
         OsStr::new(&run.command[0]),
         "spelunk topdown",

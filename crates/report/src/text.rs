@@ -191,10 +191,12 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         (None, Some(x)) => format!("unknown CPU (MIDR {x})"),
         _ => "unknown CPU".into(),
     };
-    let emulated = if rec.emulated {
-        " [emulated by spelunk: figures come from its model, not hardware]"
-    } else {
-        ""
+    let emulated = match (rec.emulated, &rec.emulated_platform) {
+        (true, Some(p)) => format!(
+            " [emulated by spelunk, platform {p}: figures come from its model, not hardware]"
+        ),
+        (true, None) => " [emulated by spelunk: figures come from its model, not hardware]".into(),
+        (false, _) => String::new(),
     };
     let _ = writeln!(
         o,
