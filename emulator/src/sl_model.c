@@ -862,7 +862,8 @@ static inline UInt upgrade(SlCore *c, Addr line)
  * neoverse-v2.json) count "any transaction from L1 which looks up in the L2 cache" and "any
  * cacheable transaction from L1 which causes data to be read from outside the core" (V1
  * assumed the same). LL_CACHE_RD ("any cacheable read transaction which returns a data source
- * of interconnect cache") and the bus beats count it. */
+ * of interconnect cache") and the bus beats count it. The refill it made is counted at the
+ * first request from L1 for the line if the line has not arrived by then (below). */
 static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l2_prefetch,
                          ULong t, ULong *ready, UInt *ev, SlLine **l2out)
 {
@@ -886,6 +887,14 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l
       if (store && l->state == SL_S) own = t + (ULong)upgrade(c, line) * SL_TQ;
       if (store) l->state = SL_M;
       if (l2out) *l2out = l;
+      /* the first request from L1 for a line the L2 prefetcher requested: if the line has not
+       * arrived, it is not in L2 yet, and the request is the refill the prefetch stands in for
+       * (MODEL.md "Caches and coherence"); each line read from outside counts at most once */
+      if (SL_UNLIKELY(l->flags & SL_LF_L2_PREFETCH) && !l2_prefetch) {
+         l->flags &= (UChar)~SL_LF_L2_PREFETCH;
+         if (l->ready > t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ)
+            c->c[SL_C_L2D_CACHE_REFILL]++;
+      }
       *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
       *ready = MAX(*ready, own);
       return SL_LVL_L2;
@@ -924,6 +933,7 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l
    l = cache_insert_at(&c->l2, v2, line, &vtag, &vl);
    l->state = store ? SL_M : (shared ? SL_S : SL_E);
    l->ready = *ready;
+   if (l2_prefetch) l->flags = SL_LF_L2_PREFETCH;
    l->slc_way = slc_way;
    if (l2out) *l2out = l;
    if (vtag) {

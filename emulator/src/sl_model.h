@@ -213,6 +213,8 @@ typedef struct {
 #define SL_M 3
 #define SL_LF_PREFETCHED 1u /* L1D: brought by the prefetcher, not used yet */
 #define SL_LF_IN_L1I 2u     /* L2: was filled into L1I (only such lines can be in L1I) */
+#define SL_LF_L2_PREFETCH 4u /* L2: requested by the L2 (stride) prefetcher, no request from L1
+                              * for it yet */
 
 typedef struct {
    SlLine *lines; /* sets * assoc (NULL for the SLC) */
