@@ -157,7 +157,8 @@ typedef struct SlConfig_ {
 void sl_config_default(SlConfig *cfg);
 
 /* Presets (emulator/MODEL.md "Cores and platforms"). A core preset sets the core's parameters
- * (pipeline, L1, L2, TLBs, latencies to L2, MIDR, name, PMU events, SPE events); a platform
+ * (dispatch width, reorder window, mispredict penalty, L2 size and latency, TLBs, return
+ * stack, MIDR, name, PMU events, SPE events; L1 sizes and latency stay N1's); a platform
  * preset sets its core, then clock, L2 size, SLC, page size, SLC and DRAM latencies, core count
  * and (when it has its own) MIDR. `core` (may be NULL) replaces the platform's core. Returns
  * NULL, or a message naming the valid presets. */
