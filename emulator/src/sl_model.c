@@ -881,6 +881,8 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l
     * is the one to replace */
    i2 = cache_find_victim(&c->l2, line, &v2);
    if (i2 >= 0) {
+      /* when a line present in L2 reaches L1 */
+      const ULong hit = t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ;
       ULong own = t;
       cache_touch(&c->l2, (UInt)i2);
       l = &c->l2.lines[i2];
@@ -892,10 +894,9 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l
        * (MODEL.md "Caches and coherence"); each line read from outside counts at most once */
       if (SL_UNLIKELY(l->flags & SL_LF_L2_PREFETCH) && !l2_prefetch) {
          l->flags &= (UChar)~SL_LF_L2_PREFETCH;
-         if (l->ready > t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ)
-            c->c[SL_C_L2D_CACHE_REFILL]++;
+         if (l->ready > hit) c->c[SL_C_L2D_CACHE_REFILL]++;
       }
-      *ready = MAX(t + (ULong)(cfg->l2_lat - cfg->l1tlb_lat) * SL_TQ, l->ready);
+      *ready = MAX(hit, l->ready);
       *ready = MAX(*ready, own);
       return SL_LVL_L2;
    }
