@@ -12,14 +12,14 @@
  *   refills on most samples; the fix is the loop order.
  * What a user sees: a blur that is slow in one direction only.
  *
- *   stencil_vertical [WIDTH] [HEIGHT] [PASSES]   (defaults 4096 x 2048 floats, 32 MiB each; 2 passes)
+ *   stencil_vertical [WIDTH] [HEIGHT] [PASSES]   (defaults 4096 x 2048 floats, 32 MiB each; 1 pass)
  */
 #include "fixes.h"
 
 int main(int argc, char **argv)
 {
    long w = fx_arg(argc, argv, 1, 4096), h = fx_arg(argc, argv, 2, 2048);
-   long passes = fx_arg(argc, argv, 3, 2), x, y, p;
+   long passes = fx_arg(argc, argv, 3, 1), x, y, p;
    float *in = aligned_alloc(64, w * h * sizeof *in), *out = aligned_alloc(64, w * h * sizeof *out);
    double sum = 0, t0;
    if (!in || !out)
