@@ -21,7 +21,7 @@
  *   is unit-stride and hits; the distance from the measured latency and cycles per iteration.
  * What a user sees: a loop of a handful of instructions dominated by one load's latency.
  *
- *   prefetch [GATHERS] [DATA_MIB] [DISTANCE]   (defaults 2,000,000 gathers over 128 MiB, D = 32)
+ *   prefetch [GATHERS] [DATA_MIB] [DISTANCE]   (defaults 4,000,000 gathers over 128 MiB, D = 32)
  */
 #include "fixes.h"
 
@@ -39,7 +39,7 @@ static inline uint64_t mix(uint64_t x)
 
 int main(int argc, char **argv)
 {
-   long gathers = fx_arg(argc, argv, 1, 2000000), mib = fx_arg(argc, argv, 2, 128);
+   long gathers = fx_arg(argc, argv, 1, 4000000), mib = fx_arg(argc, argv, 2, 128);
    long dist = fx_arg(argc, argv, 3, 32), i;
    long n = (mib << 20) / 8;
    uint64_t *data = aligned_alloc(4096, n * sizeof *data), sum = 0, rng = 11;

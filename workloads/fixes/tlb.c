@@ -16,7 +16,7 @@
  * What a user sees: a pointer chase whose data fits in the caches but runs at a fraction of the
  *   cache's speed. stderr also says how much of the region the kernel backed with huge pages.
  *
- *   tlb [STEPS] [REGION_MIB]      (defaults 500,000 steps over 64 MiB)
+ *   tlb [STEPS] [REGION_MIB]      (defaults 2,000,000 steps over 64 MiB)
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -41,7 +41,7 @@ static long anon_huge_kib(void)
 
 int main(int argc, char **argv)
 {
-   long steps = fx_arg(argc, argv, 1, 500000), mib = fx_arg(argc, argv, 2, 64), i;
+   long steps = fx_arg(argc, argv, 1, 2000000), mib = fx_arg(argc, argv, 2, 64), i;
    long size = mib << 20, pages = size / PAGE;
    uint64_t rng = 7, sum = 0;
    char *raw, *base;
