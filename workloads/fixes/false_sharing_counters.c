@@ -7,8 +7,9 @@
  *   the line moves between the cores on nearly every increment although no data is shared.
  * Fix (-DFIXED): each counter padded and aligned to its own 64-byte line.
  * Advisor class: `false-sharing`. The evidence: loads and stores of one line from two threads at
- *   different offsets (0x0 and 0x8), loads served by a peer core (cache-to-cache), store
- *   ownership transfers; after the fix each thread's line stays in its L1.
+ *   different offsets (0x0 and 0x8), loads waiting ~45x the L1 latency for the line (some
+ *   served by the peer core), store ownership transfers; after the fix each thread's line
+ *   stays in its L1.
  * What a user sees: a tight increment loop far slower with two threads than with one; c2c names
  *   the line and the two offsets.
  *

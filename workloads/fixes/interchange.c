@@ -8,9 +8,9 @@
  * Fix (-DFIXED): loop interchange -- rows outside, columns inside: unit stride, every line
  *   used whole, the hardware stream prefetcher follows.
  * Advisor class: `traversal` (strided or column-order access: interchange or tile). The
- *   evidence: one load PC whose consecutive samples differ by a large constant stride (COLS * 8
- *   bytes, gcd of deltas 16 KiB), one 8-byte offset per line between stride changes, L1 refills
- *   on nearly every sample; the fix is the loop order, read from the stride.
+ *   evidence: one load PC whose consecutive samples differ by multiples of a large stride (COLS
+ *   * 8 bytes = 16 KiB, give or take the few elements the walk moved between columns), L1
+ *   refills on nearly every sample; the fix is the loop order, read from the stride.
  * What a user sees: a simple sum running several times slower than memory bandwidth allows.
  *
  *   interchange [N] [PASSES]      (defaults N = 2048: a 2048 x 2048 matrix, 32 MiB; 3 passes)

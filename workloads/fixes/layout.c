@@ -7,9 +7,9 @@
  * Fix (-DFIXED): hot/cold split -- the two hot fields live in their own 16-byte array
  *   (`struct hot`), the rest in a cold array the hot loop never touches: 4 elements per line.
  * Advisor class: `layout` (bytes fetched per byte used: pack, split hot/cold fields). The
- *   evidence: one load PC pair walking with an address delta of 128 bytes, touching 2 distinct
- *   8-byte offsets within each line (offsets 0x20 and 0x38 of the structure), every access a
- *   new line.
+ *   evidence: two load PCs of one line of code walking with an address stride of 128 bytes (the
+ *   gcd of the deltas between samples), each at one offset within its line (0x20 and 0x28 of
+ *   the structure: 16 of 128 bytes used), nearly every sample on a new line.
  * What a user sees: the loop's two loads on top of the profile, missing L1 (and L2) on nearly
  *   every sample; after the fix, a quarter of the line fetches and a shorter run.
  *

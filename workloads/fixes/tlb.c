@@ -10,9 +10,9 @@
  * Fix (-DFIXED): madvise(MADV_HUGEPAGE) on the 2 MiB-aligned mapping before it is touched: 32
  *   huge pages, which the TLBs hold, so the walks disappear.
  * Advisor class: `tlb`. The evidence: the walk's load with a translation latency well above the
- *   L1 TLB hit, the TLB-walk event on most of its samples, address deltas that are multiples of
- *   4 KiB with one line touched per page; the allocation (mmap in main) is the object to back
- *   with 32 huge pages.
+ *   L1 TLB hit, the TLB-walk event on most of its samples (with 4 KiB pages), random address
+ *   deltas over the whole region with one line touched per page; the allocation (mmap in main)
+ *   is the object to back with 32 huge pages.
  * What a user sees: a pointer chase whose data fits in the caches but runs at a fraction of the
  *   cache's speed. stderr also says how much of the region the kernel backed with huge pages.
  *
