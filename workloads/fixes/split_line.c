@@ -8,8 +8,8 @@
  * Fix (-DFIXED): the header padded to 64 bytes, so the records (and their keys) are 64-byte
  *   aligned and each key load reads one line.
  * Advisor class: `split-line` (accesses crossing a cache line). The evidence: the key loads'
- *   samples at line offset 56 with a 16-byte access (offset + size > 64) on every sample, the
- *   alignment event set on them; none after the fix. The records (32 KiB by default) stay in
+ *   samples at line offset 56 with a 16-byte access (offset + size > 64) on every sample (and,
+ *   where the core reports it, the alignment event); offset 0 after the fix. The records (32 KiB by default) stay in
  *   L1, so cache misses do not hide the effect.
  * What a user sees: an L1-resident loop slower than its instruction count suggests.
  *

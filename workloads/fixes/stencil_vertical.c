@@ -7,9 +7,9 @@
  *   do not stay in a 64 KiB L1 for the next 15 columns of the same lines.
  * Fix (-DFIXED): y outside, x inside (the same arithmetic, loops interchanged): unit stride for
  *   the five input rows and the output row, lines used whole.
- * Advisor class: `traversal`. The evidence: six memory PCs of one loop with the same row stride
- *   (gcd of deltas WIDTH * 4), loads 2 * WIDTH * 4 bytes apart between PCs (the taps), L1
- *   refills on most samples; the fix is the loop order.
+ * Advisor class: `traversal`. The evidence: six memory PCs of one loop whose sample deltas are
+ *   near multiples of the row stride (WIDTH * 4 bytes), the taps' loads WIDTH * 4 bytes apart
+ *   from each other, L1 refills on the leading tap's samples; the fix is the loop order.
  * What a user sees: a blur that is slow in one direction only.
  *
  *   stencil_vertical [WIDTH] [HEIGHT] [PASSES]   (defaults 4096 x 2048 floats, 32 MiB each; 1 pass)

@@ -6,10 +6,10 @@
  *   is fetched, written once and evicted up to 8 times before it is complete.
  * Fix (-DFIXED): the tiled (blocked) transpose: 32 x 32 tiles (8 KiB of `a` and 8 KiB of `b`, both
  *   in L1), so each line of `b` is filled whole while it stays in the cache.
- * Advisor class: `traversal` (tile). The evidence: the store PC's consecutive samples 16 KiB
- *   apart, one 8-byte offset per line, the load PC unit-stride; after tiling the store stride
- *   is still N * 8 within a tile but lines are reused (few L1 refills on the loads of the next
- *   transpose step).
+ * Advisor class: `traversal` (tile). The evidence: the store PC's sample deltas near multiples
+ *   of 16 KiB (N * 8), the load PC unit-stride; Neoverse N1 store samples carry no latency or
+ *   data source, so the cost shows as latency on the load beside the store (store-buffer
+ *   back-pressure), not on the strided store itself.
  * What a user sees: a transpose several times slower than a copy of the same size.
  *
  *   transpose [N] [PASSES]      (defaults N = 2048, 32 MiB per matrix; 2 passes)
