@@ -14,7 +14,7 @@
  *   above the L1 hit latency; the input loads unit-stride and L1-resident.
  * What a user sees: a sum over data in L1 running at one element per 5 or so cycles.
  *
- *   store_forward [N] [PASSES]    (defaults 4096 values = 32 KiB, 5,000 passes)
+ *   store_forward [N] [PASSES]    (defaults 4096 values = 32 KiB, 20,000 passes)
  */
 #include "fixes.h"
 
@@ -34,7 +34,7 @@ __attribute__((noinline)) static void accumulate(volatile long *total, const lon
 
 int main(int argc, char **argv)
 {
-   long n = fx_arg(argc, argv, 1, 4096), passes = fx_arg(argc, argv, 2, 5000), i, p;
+   long n = fx_arg(argc, argv, 1, 4096), passes = fx_arg(argc, argv, 2, 20000), i, p;
    long *v = aligned_alloc(64, (n + 8) * sizeof *v);
    uint64_t rng = 5;
    double t0;
