@@ -8,8 +8,9 @@
 #
 # SPELUNK (default: target/release/spelunk of this tree) is the spelunk binary;
 # SPELUNK_EMULATOR_LIB defaults to this tree's emulator/build/lib (run emulator/build.sh first).
-# FIXES_EMU_OPTS adds spelunk record options (e.g. "--emulator-opt=--page-size=4096"), and
-# FIXES_SUFFIX a suffix to the output names (e.g. "_4k").
+# FIXES_EMU_OPTS adds spelunk record options (e.g. "--emulator-opt=--page-size=4096"),
+# FIXES_SUFFIX a suffix to the output names (e.g. "_4k"), and FIXES_ARGS_<name>="..." arguments
+# for one program (both variants; e.g. FIXES_ARGS_heap_churn=2000), as scripts/fixes-native.sh.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dir="$root/workloads/fixes"
@@ -23,10 +24,12 @@ make -s -C "$dir" >/dev/null
 progs=("$@")
 if [[ ${#progs[@]} -eq 0 ]]; then read -r -a progs <<<"$(make -s -C "$dir" list)"; fi
 for p in "${progs[@]}"; do
+  var="FIXES_ARGS_$p"
+  read -r -a args <<<"${!var:-}"
   for v in "$p" "${p}_fixed"; do
     name="$v$suffix"
     t0=$(date +%s%N)
-    "$spelunk" record --emulate "${emu_opts[@]}" -o "$out/$name.data" -- "$dir/build/$v" \
+    "$spelunk" record --emulate "${emu_opts[@]}" -o "$out/$name.data" -- "$dir/build/$v" "${args[@]}" \
       >"$out/$name.record.log" 2>&1
     t1=$(date +%s%N)
     "$spelunk" report "$out/$name.data" --json --limit 500 >"$out/$name.json"
