@@ -35,11 +35,11 @@ int main(int argc, char **argv)
       }
 #else
       for (i = 0; i < n; i++)
-         b[i] = 2 * a[i];
+         b[i] = 2 * a[i]; /* advise: bandwidth */
       for (i = 0; i < n; i++)
-         c[i] = b[i] + a[i];
+         c[i] = b[i] + a[i]; /* advise: bandwidth */
       for (i = 0; i < n; i++)
-         sum += c[i];
+         sum += c[i]; /* advise: bandwidth */
 #endif
    }
    fx_report("bandwidth", (uint64_t)sum + (uint64_t)b[n / 2] + (uint64_t)c[n - 1], fx_now_ms() - t0);

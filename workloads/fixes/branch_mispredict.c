@@ -39,7 +39,7 @@ int main(int argc, char **argv)
          out[k] = v;
          k += v >= 128;
 #else
-         if (v >= 128)
+         if (v >= 128) /* advise: branch-mispredict */
             out[k++] = v;
 #endif
       }

@@ -46,7 +46,7 @@ static void *worker(void *arg)
    while (__atomic_load_n(&ready, __ATOMIC_ACQUIRE) < nthreads) {
    }
    for (i = 0; i < increments; i++)
-      *c += 1;
+      *c += 1; /* advise: false-sharing */
    return NULL;
 }
 

@@ -65,7 +65,7 @@ int main(int argc, char **argv)
    free(table);
 #else
    for (r = 0; r < requests; r++) {
-      uint64_t *table = calloc(slots, sizeof *table);
+      uint64_t *table = calloc(slots, sizeof *table); /* advise: heap-churn */
       if (!table)
          return 1;
       sum += (uint64_t)request(table, slots, (uint64_t)r, used);

@@ -34,7 +34,7 @@ int main(int argc, char **argv)
 #else
       for (j = 0; j < n; j++)
          for (i = 0; i < n; i++)
-            sum += a[i * n + j];
+            sum += a[i * n + j]; /* advise: traversal */
 #endif
    }
    fx_report("interchange", (uint64_t)sum, fx_now_ms() - t0);

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
    t0 = fx_now_ms();
    for (p = 0; p < passes; p++)
       for (i = 0; i < n; i++)
-         sum += a[i].mass * a[i].vx * a[i].vx;
+         sum += a[i].mass * a[i].vx * a[i].vx; /* advise: layout */
 #endif
    fx_report("layout", (uint64_t)sum, fx_now_ms() - t0);
    return 0;

@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 #if defined(FIXED)
       __builtin_prefetch(&data[idx[i + dist]]);
 #endif
-      sum += mix(data[idx[i]] + (uint64_t)i);
+      sum += mix(data[idx[i]] + (uint64_t)i); /* advise: prefetch */
    }
    (void)dist;
    fx_report("prefetch", sum, fx_now_ms() - t0);

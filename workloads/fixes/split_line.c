@@ -51,10 +51,10 @@ int main(int argc, char **argv)
     * one add chain, so the cost of a split load shows (n is rounded down to a multiple of 4) */
    for (p = 0; p < passes; p++)
       for (i = 0; i + 4 <= n; i += 4) {
-         a0 = _mm_add_epi64(a0, _mm_loadu_si128((const __m128i *)(rec + i * RECORD)));
-         a1 = _mm_add_epi64(a1, _mm_loadu_si128((const __m128i *)(rec + (i + 1) * RECORD)));
-         a2 = _mm_add_epi64(a2, _mm_loadu_si128((const __m128i *)(rec + (i + 2) * RECORD)));
-         a3 = _mm_add_epi64(a3, _mm_loadu_si128((const __m128i *)(rec + (i + 3) * RECORD)));
+         a0 = _mm_add_epi64(a0, _mm_loadu_si128((const __m128i *)(rec + i * RECORD))); /* advise: split-line */
+         a1 = _mm_add_epi64(a1, _mm_loadu_si128((const __m128i *)(rec + (i + 1) * RECORD))); /* advise: split-line */
+         a2 = _mm_add_epi64(a2, _mm_loadu_si128((const __m128i *)(rec + (i + 2) * RECORD))); /* advise: split-line */
+         a3 = _mm_add_epi64(a3, _mm_loadu_si128((const __m128i *)(rec + (i + 3) * RECORD))); /* advise: split-line */
       }
    a0 = _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3));
    _mm_storeu_si128((__m128i *)out, a0);

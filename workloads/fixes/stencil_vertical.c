@@ -37,9 +37,9 @@ int main(int argc, char **argv)
       for (x = 0; x < w; x++)
          for (y = 2; y < h - 2; y++)
 #endif
-            out[y * w + x] = (in[(y - 2) * w + x] + 2 * in[(y - 1) * w + x] + 3 * in[y * w + x] +
-                              2 * in[(y + 1) * w + x] + in[(y + 2) * w + x]) *
-                             (1.0f / 9);
+            out[y * w + x] = (in[(y - 2) * w + x] + 2 * in[(y - 1) * w + x] + 3 * in[y * w + x] + /* advise: traversal */
+                              2 * in[(y + 1) * w + x] + in[(y + 2) * w + x]) * /* advise: traversal */
+                             (1.0f / 9); /* advise: traversal */
    }
    for (x = 0; x < w * h; x += 61)
       sum += out[x];

@@ -28,7 +28,7 @@ __attribute__((noinline)) static void accumulate(volatile long *total, const lon
    *total = t;
 #else
    for (i = 0; i < n; i++)
-      *total += v[i];
+      *total += v[i]; /* advise: store-forwarding */
 #endif
 }
 

@@ -77,7 +77,7 @@ int main(int argc, char **argv)
    p = NODE(0);
    t0 = fx_now_ms();
    for (i = 0; i < steps; i++) {
-      p = (void **)*p;
+      p = (void **)*p; /* advise: tlb */
       sum += (uintptr_t)p & 0xfff;
    }
    fx_report("tlb", sum, fx_now_ms() - t0);

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 #else
       for (i = 0; i < n; i++)
          for (j = 0; j < n; j++)
-            b[j * n + i] = a[i * n + j];
+            b[j * n + i] = a[i * n + j]; /* advise: traversal */
 #endif
       a[p] += 1; /* each pass has something new to move */
    }

@@ -41,6 +41,10 @@ pub struct Agg {
     pub llc_miss: u64,
     pub tlb_walk: u64,
     pub remote: u64,
+    /// Loads: the sum of their load-to-use latency (total − issue: the cycles the load itself
+    /// took once its operands were ready; docs/report.md, "cost"), and the count of loads with
+    /// a total latency that it sums.
+    pub load_to_use_sum: u64,
     /// Loads: total latency and derived execution latency (cycles), exact distributions.
     pub load_total: LatencyStats,
     pub load_exec: LatencyStats,
@@ -55,6 +59,15 @@ pub struct Agg {
 }
 
 impl Agg {
+    /// The group's cost in sampled cycles (docs/report.md, "cost"): the load-to-use latency of
+    /// its sampled loads, plus one cycle for every other sampled operation. Samples are taken
+    /// one in N operations, so N × this estimates the cycles the group's operations took
+    /// (latencies overlap: an upper bound where loads miss in parallel).
+    pub fn cost_sampled_cycles(&self) -> u64 {
+        let timed_loads = self.load_total.count();
+        self.load_to_use_sum + (self.samples - timed_loads.min(self.samples))
+    }
+
     /// An aggregate that also keeps issue and translation latency distributions.
     pub fn with_components() -> Agg {
         Agg {
@@ -71,6 +84,8 @@ impl Agg {
                 self.loads += 1;
                 if let Some(t) = r.total_latency_cycles {
                     self.load_total.add(t);
+                    let issue = r.issue_latency_cycles.unwrap_or(0).min(t);
+                    self.load_to_use_sum += u64::from(t - issue);
                 }
                 if let Some(e) = r.derived_execution_latency() {
                     self.load_exec.add(e);
@@ -120,6 +135,7 @@ impl Agg {
         self.llc_miss += o.llc_miss;
         self.tlb_walk += o.tlb_walk;
         self.remote += o.remote;
+        self.load_to_use_sum += o.load_to_use_sum;
         self.load_total.merge(&o.load_total);
         self.load_exec.merge(&o.load_exec);
         self.load_issue.merge(&o.load_issue);

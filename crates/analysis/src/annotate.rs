@@ -185,7 +185,7 @@ pub fn annotate(
             access_bytes: insn.access_bytes,
             file,
             line: loc.line,
-            stats: group_stats(&agg, samples),
+            stats: group_stats(&agg, samples, totals.cost_sampled_cycles()),
         });
     }
     let mut notes = Vec::new();
@@ -195,7 +195,7 @@ pub fn annotate(
             "{unplaced} samples are at addresses that do not start an instruction of the disassembly"
         ));
     }
-    let mut t = group_stats(&totals, input.selected);
+    let mut t = group_stats(&totals, input.selected, totals.cost_sampled_cycles());
     t.share = if input.selected == 0 {
         0.0
     } else {

@@ -5,6 +5,7 @@
 //! analyses ([`parallel`] in parallel) and assembles the report; apart from the recording and
 //! its sidecar, the only files read are the recorded binaries' symbols.
 
+pub mod advise;
 pub mod agg;
 pub mod alloc_sites;
 pub mod annotate;

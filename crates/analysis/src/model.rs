@@ -8,6 +8,7 @@ pub use spelunk_pmu::intensity::{
     ComputeAndPrefetch, OperationalIntensity, PrefetchEffect, Traffic,
 };
 
+pub mod advise;
 pub mod c2c;
 /// An event asked for and not counted, with why (the sidecar's type).
 pub use spelunk_perf::sidecar::NotCounted;
@@ -49,6 +50,12 @@ pub struct GroupStats {
     pub samples: u64,
     /// samples / selected samples of the report.
     pub share: f64,
+    /// What the group's operations cost, in sampled cycles: the load-to-use latency (total −
+    /// issue) of its sampled loads plus one cycle per other sampled operation (docs/report.md,
+    /// "cost"). × the sampling interval, an estimate of their cycles.
+    pub cost_sampled_cycles: u64,
+    /// cost_sampled_cycles / that of all selected samples: what the hotspot tables rank by.
+    pub cost_share: f64,
     pub loads: u64,
     pub stores: u64,
     pub branches: u64,
@@ -461,6 +468,10 @@ pub struct Report {
     /// each; absent when the report lists no object).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub object_timelines: Vec<ObjectTimeline>,
+    /// The advisor's findings over the same samples (docs/advise.md; exactly what `spelunk
+    /// advise --json` prints); absent when the advisor did not run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<advise::Advice>,
 }
 
 /// One sampled access inside an object (address over time per object,

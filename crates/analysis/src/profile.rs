@@ -98,7 +98,10 @@ impl EventClass {
 /// `--sort latency` with a limit of 10 keeps the 10 slowest.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HotspotSort {
+    /// Estimated cycles (load-to-use latency of the loads, one cycle per other operation):
+    /// what costs time, not what is frequent.
     #[default]
+    Cost,
     Samples,
     Loads,
     Stores,
@@ -116,7 +119,8 @@ pub enum HotspotSort {
 }
 
 impl HotspotSort {
-    pub const ALL: [(&'static str, HotspotSort); 11] = [
+    pub const ALL: [(&'static str, HotspotSort); 12] = [
+        ("cost", HotspotSort::Cost),
         ("samples", HotspotSort::Samples),
         ("loads", HotspotSort::Loads),
         ("stores", HotspotSort::Stores),
@@ -150,6 +154,7 @@ impl HotspotSort {
     fn figure(self, g: &GroupStats) -> Option<f64> {
         let lat = |l: &Option<LatencySummary>, f: fn(&LatencySummary) -> f64| l.as_ref().map(f);
         match self {
+            HotspotSort::Cost => Some(g.cost_sampled_cycles as f64),
             HotspotSort::Samples => Some(g.samples as f64),
             HotspotSort::Loads => Some(g.loads as f64),
             HotspotSort::Stores => Some(g.stores as f64),
@@ -704,7 +709,8 @@ impl<'a> ProfileBuilder<'a> {
         sidecar: Option<&Sidecar>,
     ) -> Report {
         let selected = self.acc.totals.samples;
-        let group = |a: &Agg| group_stats(a, selected);
+        let total_cost = self.acc.totals.cost_sampled_cycles();
+        let group = |a: &Agg| group_stats(a, selected, total_cost);
         let (phases, phase_spans) = self.phase_rows(self.first_time_ns.unwrap_or(0), &group);
         // Symbolize every unique PC in one batch, in key order: the rows made from them (e.g. the location kept for a source line
         // seen at several PCs, the order of equal rows) then do not depend on the order the
@@ -948,6 +954,7 @@ impl<'a> ProfileBuilder<'a> {
             compute: sidecar.and_then(spelunk_pmu::intensity::from_sidecar),
             footprint: self.acc.regions.finish(),
             object_timelines: Vec::new(),
+            advice: None,
         }
     }
 }
@@ -1138,7 +1145,7 @@ pub fn summary(s: &LatencyStats) -> Option<LatencySummary> {
 }
 
 /// A group's row values; `selected` is the report's sample count (for `share`).
-pub fn group_stats(a: &Agg, selected: u64) -> GroupStats {
+pub fn group_stats(a: &Agg, selected: u64, total_cost: u64) -> GroupStats {
     let mut sources: Vec<SourceCount> = a
         .sources
         .iter()
@@ -1151,6 +1158,8 @@ pub fn group_stats(a: &Agg, selected: u64) -> GroupStats {
     GroupStats {
         samples: a.samples,
         share: ratio(a.samples, selected),
+        cost_sampled_cycles: a.cost_sampled_cycles(),
+        cost_share: ratio(a.cost_sampled_cycles(), total_cost),
         loads: a.loads,
         stores: a.stores,
         branches: a.branches,

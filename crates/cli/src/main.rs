@@ -8,6 +8,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod advise;
 mod annotate;
 mod c2c;
 mod check;
@@ -35,6 +36,7 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    Advise(advise::AdviseArgs),
     Annotate(annotate::AnnotateArgs),
     C2c(c2c::C2cArgs),
     Check(check::CheckArgs),
@@ -54,6 +56,7 @@ fn main() -> ExitCode {
     restore_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Advise(args) => advise::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::C2c(args) => c2c::run(args),
         Command::Check(args) => check::run(args),

@@ -53,8 +53,13 @@ Event classes for --event: load, store, memory, branch, l1d-access, l1d-miss, ll
 llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by another core's
 cache), dram.
 
-Orders for --sort (largest first; ties by samples): samples, loads, stores, latency (mean load
-latency), p99, exec (mean execution latency), l1d-miss, llc-miss, tlb-walk, mispredicts, remote.")]
+Orders for --sort (largest first; ties by samples): cost (the default: the estimated cycles, the
+load-to-use latency of the loads and one cycle per other operation; docs/report.md), samples,
+loads, stores, latency (mean load latency), p99, exec (mean execution latency), l1d-miss,
+llc-miss, tlb-walk, mispredicts, remote.
+
+The report starts with the advisor's first three findings (spelunk advise for their evidence,
+fixes and gains; --no-advice leaves them out).")]
 pub struct ReportArgs {
     /// perf.data with Arm SPE data (or a `spelunk record --no-spe` recording: FILE.spelunk.json,
     /// also found as FILE when FILE does not exist)
@@ -88,10 +93,15 @@ pub struct ReportArgs {
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
 
-    /// Order of the hotspot tables: samples, loads, stores, latency, p99, exec, l1d-miss,
-    /// llc-miss, tlb-walk, mispredicts, remote (largest first; rows are cut after sorting)
-    #[arg(long, default_value = "samples", value_name = "FIGURE", value_parser = HotspotSort::parse_or_explain)]
+    /// Order of the hotspot tables: cost (estimated cycles: what costs time, not what is
+    /// frequent), samples, loads, stores, latency, p99, exec, l1d-miss, llc-miss, tlb-walk,
+    /// mispredicts, remote (largest first; rows are cut after sorting)
+    #[arg(long, default_value = "cost", value_name = "FIGURE", value_parser = HotspotSort::parse_or_explain)]
     pub sort: HotspotSort,
+
+    /// Leave out the advisor's findings (the report's first lines; `spelunk advise`)
+    #[arg(long)]
+    pub no_advice: bool,
 
     /// Rows per table (with --c2c: cache lines)
     #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
@@ -128,6 +138,7 @@ impl ReportArgs {
                 line_size: self.line_size,
                 limit: self.limit,
             }),
+            advise: !self.no_advice,
             symfs: self.symbols.symfs.clone(),
         }
     }

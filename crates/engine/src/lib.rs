@@ -7,6 +7,7 @@
 //! themselves are spelunk-analysis (pure computation over typed samples); this crate is where
 //! they meet the decode stage.
 
+pub mod advise;
 pub mod annotate;
 pub mod c2c;
 pub mod estimate;

@@ -3,7 +3,6 @@
 //! timeline reservoir) runs in the time-ordered merge. The same report as feeding every
 //! sample to one [`ProfileBuilder`] in decode order (tested below).
 
-use crate::c2c::C2cScan;
 use crate::recording::{Recording, RecordingError};
 use spelunk_analysis::profile::{OrderedSample, ProfileBuilder, ProfileShard};
 use spelunk_decode::{SampleContext, SampleMap};
@@ -107,8 +106,8 @@ impl SampleMap for ProfileMap<'_, '_> {
     }
 }
 
-/// [`ProfileMap`] that also passes the sample on, for the c2c scan (which takes samples in
-/// time order).
+/// [`ProfileMap`] that also passes the sample on, for the passes riding on the report's
+/// decode (the c2c scan, the advisor's scan: they take samples in time order).
 struct ProfileMapWithSample<'p, 'a>(ProfileMap<'p, 'a>);
 
 impl SampleMap for ProfileMapWithSample<'_, '_> {
@@ -129,7 +128,11 @@ impl SampleMap for ProfileMapWithSample<'_, '_> {
     }
 }
 
-/// Decodes `rec` into `builder` (and into `c2c`'s first pass): the same report as
+/// A pass fed every decoded sample in time order beside the profile (the c2c scan's first
+/// pass, the advisor's access scan).
+pub type SampleTap<'t> = &'t mut dyn FnMut(&SpeSample);
+
+/// Decodes `rec` into `builder` (and into `tap`, e.g. c2c's first pass): the same report as
 /// `rec.decode(|s| builder.add(s))`, but the per-sample aggregation runs in the decode
 /// workers, into a pool of shards (about one per core), and only the order-dependent part (first
 /// time, timeline reservoir) in the time-ordered merge; the shards are merged at the end
@@ -137,20 +140,20 @@ impl SampleMap for ProfileMapWithSample<'_, '_> {
 pub fn profile(
     rec: &Recording,
     builder: &mut ProfileBuilder,
-    c2c: Option<&mut C2cScan>,
+    tap: Option<SampleTap>,
 ) -> Result<DecodeStats, RecordingError> {
     // One shard more than the cores: a worker the OS deschedules while it holds a shard does
     // not stall the others (measured on 2 cores, 1 GiB, 64 streams: 2 shards 10.3 s, 3
     // shards 8.6 s; docs/performance.md).
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    profile_in(rec, builder, c2c, cores + 1)
+    profile_in(rec, builder, tap, cores + 1)
 }
 
 /// [`profile`] with at most `shards` shards.
 fn profile_in(
     rec: &Recording,
     builder: &mut ProfileBuilder,
-    c2c: Option<&mut C2cScan>,
+    tap: Option<SampleTap>,
     shards: usize,
 ) -> Result<DecodeStats, RecordingError> {
     if builder.needs_first_time() {
@@ -161,7 +164,7 @@ fn profile_in(
     // No more shards than threads mapping at once: each stream's worker and its helpers.
     let mapping = rec.plan.streams.len() * (1 + rec.map_helpers());
     let pool = ShardPool::new(builder, shards.min(mapping));
-    let stats = match c2c {
+    let stats = match tap {
         None => {
             let mut maps: Vec<_> = rec
                 .plan
@@ -173,7 +176,7 @@ fn profile_in(
             maps.iter_mut().for_each(ProfileMap::give_back);
             stats
         }
-        Some(c2c) => {
+        Some(tap) => {
             let mut maps: Vec<_> = rec
                 .plan
                 .streams
@@ -182,7 +185,7 @@ fn profile_in(
                 .collect();
             let stats = rec.decode_map(&mut maps, |(o, s)| {
                 builder.add_ordered(o);
-                c2c.add(s);
+                tap(s);
             })?;
             maps.iter_mut().for_each(|m| m.0.give_back());
             stats

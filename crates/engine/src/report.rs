@@ -1,7 +1,9 @@
 //! The report of a recording (`spelunk report`, `Recording.report()` in Python): the parallel
 //! profile of the selected samples, with the c2c tables on request.
 
+use crate::advise::{AdviceScan, ADVICE_LINE_BYTES};
 use crate::c2c::C2cScan;
+use crate::parallel::SampleTap;
 use crate::recording::{Recording, RecordingError};
 use crate::select::SampleSelection;
 use spelunk_analysis::model::{RecordingInfo, Report};
@@ -10,6 +12,7 @@ use spelunk_analysis::objects::DataObjects;
 use spelunk_analysis::profile::{Filter, HotspotSort, ProfileBuilder, ReportLimits};
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_perf::sidecar::Sidecar;
+use spelunk_spe::SpeSample;
 use std::path::{Path, PathBuf};
 
 /// The c2c analysis asked of [`Recording::report`] (`spelunk report --c2c`).
@@ -29,6 +32,8 @@ pub struct ReportOptions {
     pub limits: ReportLimits,
     pub sort: HotspotSort,
     pub c2c: Option<C2cOptions>,
+    /// Run the advisor too (its findings in [`Report::advice`]).
+    pub advise: bool,
 }
 
 /// `--line-size`: a power of two of at least 8 bytes.
@@ -52,11 +57,28 @@ impl Recording {
         let mut c2c = opts
             .c2c
             .map(|c| C2cScan::new(self, opts.filter.clone(), c.line_size));
+        let own_c2c = opts.c2c.is_none_or(|c| c.line_size != ADVICE_LINE_BYTES);
+        let mut advice = opts
+            .advise
+            .then(|| AdviceScan::new(self, opts.filter.clone(), own_c2c));
         let mut builder = ProfileBuilder::new(&self.interp, objects, opts.filter, opts.limits)
             .with_phases(self.ctx.phases.clone())
             .with_hotspot_sort(opts.sort);
         let stats = self.while_loading_symbols(symbolizer, || {
-            crate::parallel::profile(self, &mut builder, c2c.as_mut())
+            let mut feed = |s: &SpeSample| {
+                if let Some(c) = c2c.as_mut() {
+                    c.add(s);
+                }
+                if let Some(a) = advice.as_mut() {
+                    a.add(s);
+                }
+            };
+            let tap: Option<SampleTap> = if opts.c2c.is_some() || opts.advise {
+                Some(&mut feed)
+            } else {
+                None
+            };
+            crate::parallel::profile(self, &mut builder, tap)
         })?;
         let losses = self.losses(&stats);
         let info = RecordingInfo {
@@ -97,6 +119,14 @@ impl Recording {
             self.require_samples(&report)?;
             report.c2c = Some(scan.finish(self, &stats, objects, symbolizer, o.limit)?);
         }
+        if let Some(a) = advice {
+            let shared = report
+                .c2c
+                .as_ref()
+                .filter(|c| c.line_size == ADVICE_LINE_BYTES);
+            let advice = a.finish(self, &stats, &report, shared, objects, symbolizer)?;
+            report.advice = Some(advice);
+        }
         Ok(report)
     }
 
@@ -129,6 +159,8 @@ pub struct ReportRequest {
     /// The report is for an HTML page, which sorts its tables itself: keep at least 50 rows.
     pub page: bool,
     pub c2c: Option<C2cOptions>,
+    /// Run the advisor (the report's first lines; `spelunk advise`).
+    pub advise: bool,
     /// Where the recorded binaries are (their global data objects).
     pub symfs: Option<PathBuf>,
 }
@@ -170,6 +202,7 @@ impl Recording {
             limits,
             sort: req.sort,
             c2c: req.c2c,
+            advise: req.advise,
         };
         let report = self.report(&objects, symbolizer, opts)?;
         self.require_samples(&report)?;

@@ -88,7 +88,7 @@ impl NativeRecording {
 
     /// The report (`spelunk report FILE --json`) as a dict: `limit` rows per table, hotspots
     /// ordered by `sort`, and with `c2c` the cache-line sharing tables (`--c2c --line-size`).
-    #[pyo3(signature = (limit = 20, sort = "samples", c2c = false, line_size = 64))]
+    #[pyo3(signature = (limit = 20, sort = "cost", c2c = false, line_size = 64))]
     fn report(
         &self,
         py: Python<'_>,
@@ -110,6 +110,7 @@ impl NativeRecording {
             },
             sort,
             c2c: c2c.then_some(C2cOptions { line_size, limit }),
+            advise: true,
         };
         let report = py
             .detach(|| {
@@ -120,6 +121,22 @@ impl NativeRecording {
             })
             .map_err(|e| to_py_err(py, e))?;
         values::to_python(py, &report)
+    }
+
+    /// The advisor's findings (`spelunk advise FILE --json`) as a dict: `findings`,
+    /// `ruled_out`, `totals`, `notes`.
+    fn advice(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let advice = py
+            .detach(|| {
+                let mut symbolizer = self.rec.symbolizer(None, None);
+                let req = spelunk_engine::report::ReportRequest {
+                    advise: true,
+                    ..Default::default()
+                };
+                self.rec.requested_advice(&req, &mut symbolizer)
+            })
+            .map_err(|e| to_py_err(py, e))?;
+        values::to_python(py, &advice)
     }
 
     /// The cache lines shared between cores (`spelunk c2c FILE --json`) as a dict.

@@ -22,6 +22,8 @@
   const R = DATA.report;
   const TD = DATA.topdown;
   const C2C = R ? R.c2c : DATA.c2c;
+  // The advisor's findings (spelunk-advise/1): in the report, or alone (`spelunk advise --html`).
+  const ADV = R ? R.advice : DATA.advice;
   const app = document.getElementById('app');
 
   // ---------- formatting (Rust's rules, so the page matches the terminal digit for digit)
@@ -986,11 +988,46 @@
     });
   }
 
+  // ---------- findings (spelunk-advise/1, docs/advise.md): the first screen
+  function renderFindings() {
+    if (!ADV) return;
+    const s = section('findings', 'Findings', 'What is wrong, where, the fix and the gain to expect, most cycles at stake first (spelunk advise; rules, thresholds and sources in docs/advise.md).');
+    const x = (v) => (v >= 10 ? fixed(v, 0) : fixed(v, 2)) + 'x';
+    if (!ADV.findings.length) {
+      s.append(h('div', { class: 'empty', id: 'findings-empty', text: 'No finding raised; ' + ADV.ruled_out.length + ' classes checked (below).' }));
+    }
+    const list = h('ol', { id: 'findings-list', class: 'findings' });
+    for (const f of ADV.findings.slice(0, 10)) {
+      const g = f.gain;
+      const li = h('li', { class: 'finding' },
+        h('div', { class: 'finding-title' }, h('span', { class: 'tag', text: f.class }), h('span', { text: ' ' + f.title })),
+        h('div', { class: 'sub', text: 'fix: ' + f.fix.summary }),
+        h('div', { class: 'sub', text: 'gain ' + x(g.low_speedup) + '-' + x(g.upper_speedup) + ' (likely ' + x(g.likely_speedup) + '); ' + fmt.pct(g.share_of_cycles) + ' of the cycles at stake' }));
+      const d = h('details', {}, h('summary', { text: 'evidence and steps' }));
+      for (const e of f.evidence) {
+        const v = e.unit === 'share' ? fmt.pct(e.value) : fixed(e.value, 1) + ' ' + e.unit;
+        const t = e.threshold === null || e.threshold === undefined ? '' : ' (threshold ' + (e.unit === 'share' ? fmt.pct(e.threshold) : String(e.threshold)) + ')';
+        d.append(h('div', { class: 'sub', text: e.name + ': ' + v + t + ' over ' + fmt.int(e.samples) + ' samples' }));
+      }
+      for (const st of f.fix.steps) d.append(h('div', { class: 'sub', text: '- ' + st }));
+      d.append(h('div', { class: 'sub', text: 'rule ' + f.rule + ': ' + f.source }));
+      li.append(d);
+      list.append(li);
+    }
+    s.append(list);
+    if (ADV.ruled_out.length) {
+      const d = h('details', { id: 'ruled-out' }, h('summary', { text: 'Ruled out (' + ADV.ruled_out.length + ')' }));
+      for (const r of ADV.ruled_out) d.append(h('div', { class: 'sub', text: r.class + ' — ' + r.kind + ': ' + r.reason }));
+      s.append(d);
+    }
+  }
+
   // ---------- go
   const charts = [];
   window.spelunk = { data: DATA, fmt, charts: {}, ready: false };
   // A --no-spe recording is its timelines alone: no samples, so no sample sections.
   const spe = !(R && R.timelines && !R.timelines.spe);
+  renderFindings();
   const lossItems = spe ? renderLosses() : null;
   if (R && spe) {
     renderSummary(lossItems);

@@ -16,6 +16,7 @@
 
 use serde::Serialize;
 use spelunk_analysis::c2c::{C2cReport, C2C_SCHEMA};
+use spelunk_analysis::model::advise::{Advice, ADVISE_SCHEMA};
 use spelunk_analysis::model::{Report, SCHEMA};
 use std::path::Path;
 
@@ -112,6 +113,9 @@ struct PageData<'a> {
     report: Option<&'a Report>,
     #[serde(skip_serializing_if = "Option::is_none")]
     c2c: Option<&'a C2cReport>,
+    /// `spelunk advise --html`: the findings alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    advice: Option<&'a Advice>,
     topdown: Option<&'a serde_json::Value>,
 }
 
@@ -183,6 +187,7 @@ pub fn render_html(report: &Report, topdown: Option<&Topdown>) -> Result<String,
     let data = PageData {
         report: Some(report),
         c2c: None,
+        advice: None,
         topdown: topdown.map(Topdown::value),
     };
     page("spelunk report", SCHEMA, &report.recording.file, &data)
@@ -193,9 +198,26 @@ pub fn render_c2c_html(c2c: &C2cReport) -> Result<String, HtmlError> {
     let data = PageData {
         report: None,
         c2c: Some(c2c),
+        advice: None,
         topdown: None,
     };
     page("spelunk c2c", C2C_SCHEMA, &c2c.file, &data)
+}
+
+/// Renders a page with the findings only (`spelunk advise --html`).
+pub fn render_advice_html(advice: &Advice) -> Result<String, HtmlError> {
+    let data = PageData {
+        report: None,
+        c2c: None,
+        advice: Some(advice),
+        topdown: None,
+    };
+    page("spelunk advise", ADVISE_SCHEMA, &advice.file, &data)
+}
+
+/// Renders and writes the findings' page (`spelunk advise --html FILE`).
+pub fn write_advice_page(advice: &Advice, out: &Path) -> Result<(), HtmlError> {
+    write_page(out, &render_advice_html(advice)?)
 }
 
 fn page(kind: &str, schema: &str, file: &str, data: &PageData) -> Result<String, HtmlError> {

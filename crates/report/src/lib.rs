@@ -5,6 +5,7 @@
 //! three tables through spelunk-decode's pipeline) and `dataset` (the engine's attributed
 //! samples into a Parquet dataset).
 
+pub mod advise_text;
 pub mod annotate_text;
 pub mod c2c_text;
 pub mod check_text;

@@ -105,6 +105,7 @@ fn sort_column(sort: &str) -> Option<Column> {
 fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out: &mut String) {
     let extra = sort_column(sort);
     let mut cols = vec![
+        ("cost", false),
         ("share", false),
         ("samples", false),
         ("loads", false),
@@ -122,6 +123,7 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out
     for h in rows.iter().take(n) {
         let g = &h.stats;
         let mut row = vec![
+            pct(g.cost_share),
             pct(g.share),
             g.samples.to_string(),
             g.loads.to_string(),
@@ -259,6 +261,9 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         "  operations: {} loads, {} stores, {} branches ({} mispredicted), {} other",
         t.loads, t.stores, t.branches, t.mispredicts, t.other
     );
+    if let Some(a) = &r.advice {
+        o.push_str(&crate::advise_text::top_lines(a, 3));
+    }
 
     let (rows, what, title) = match opt.by {
         HotspotsBy::Function => (&r.hotspots.functions, "function", "Hotspots by function"),
@@ -270,14 +275,14 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         ),
         HotspotsBy::Dso => (&r.hotspots.dsos, "dso", "Hotspots by DSO"),
     };
-    let sorted = if r.hotspot_sort == "samples" {
+    let sorted = if r.hotspot_sort == "cost" {
         String::new()
     } else {
         format!(", sorted by {}", r.hotspot_sort)
     };
     let _ = writeln!(
         o,
-        "\n{title}{sorted} (load latency in cycles; exec = total - issue - translation)"
+        "\n{title}{sorted} (cost: share of the estimated cycles, docs/report.md; load latency in cycles; exec = total - issue - translation)"
     );
     hotspot_table(rows, opt.rows, what, r.hotspot_sort, &mut o);
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import List, Any, Dict, Optional, Sequence, Union
 
 import pyarrow as pa
 
@@ -55,7 +55,7 @@ class Recording:
         return pa.RecordBatchReader.from_stream(self._native.samples(batch_rows)).read_all()
 
     def report(
-        self, *, limit: int = 20, sort: str = "samples", c2c: bool = False, line_size: int = 64
+        self, *, limit: int = 20, sort: str = "cost", c2c: bool = False, line_size: int = 64
     ) -> Report:
         """The figures of ``spelunk report FILE --json`` (with ``--limit``, ``--sort``,
         ``--c2c``, ``--line-size``): hotspots, data sources, objects, phases, threads, losses.
@@ -64,6 +64,18 @@ class Recording:
         unknown ``sort`` or a bad ``line_size``, with the CLI's messages.
         """
         return Report(self._native.report(limit, sort, c2c, line_size))
+
+    def advice(self) -> Dict[str, Any]:
+        """The advisor's output, exactly as ``spelunk advise FILE --json`` prints it:
+        ``findings`` (most cycles at stake first), ``ruled_out``, ``totals``, ``notes``
+        (docs/advise.md). A recording without samples gives every class "insufficient
+        evidence", not an error."""
+        return dict(self._native.advice())
+
+    def findings(self) -> List[Dict[str, Any]]:
+        """The advisor's findings (``advice()["findings"]``): each with ``class``, ``location``,
+        ``evidence``, ``fix`` and ``gain``, most cycles at stake first."""
+        return list(self.advice()["findings"])
 
     def c2c(self, *, line_size: int = 64, limit: int = 20) -> C2cReport:
         """The cache lines shared between cores, as ``spelunk c2c FILE --json`` (with
