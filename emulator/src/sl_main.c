@@ -195,6 +195,10 @@ static Bool parse_option(const HChar *arg)
       cfg.page_shift = sh;
       return True;
    }
+   if (VG_STR_CLO(arg, "--thp", s)) {
+      if (!sl_thp_parse(s, &cfg.thp)) VG_(fmsg_bad_option)(arg, "expected always, madvise or never\n");
+      return True;
+   }
    if (VG_INT_CLO(arg, "--switch-cycles", clo_switch_max)) return True;
    if (VG_INT_CLO(arg, "--switch-min-cycles", clo_switch_min)) return True;
    if (VG_INT_CLO(arg, "--timeline-us", clo_timeline_us)) return True;
@@ -254,7 +258,9 @@ static void sl_print_usage(void)
       "                               whatever their order; emulator/MODEL.md)\n"
       "    --cpu-hz=<hz> --timer-hz=<hz>  core clock [2800000000], generic timer [1000000000]\n"
       "    --midr=<hex> --cpu-name=<s>    CPU identity claimed [0x413fd0c1 Neoverse N1]\n"
-      "    --page-size=<bytes>        translation granule [2097152]\n"
+      "    --page-size=<bytes>        base page size of every mapping [4096; 65536 on grace]\n"
+      "    --thp=always|madvise|never transparent huge pages (the granule's 2 MB blocks with\n"
+      "                               4 KB pages): anonymous regions, advised ones, none [madvise]\n"
       "    --timeline-us=<us>         virtual time between counter snapshots [100, 0 = off]\n"
       "    --cores=<n>                virtual cores, 1-1024 (threads beyond share cores) [64]\n"
       "    --track-allocs=yes|no      log heap blocks with their stacks and exact accesses [yes]\n"
@@ -2295,7 +2301,23 @@ static Bool sl_handle_client_request(ThreadId tid, UWord *arg, UWord *ret)
 static void sl_new_mem_mmap(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULong di_handle)
 {
    (void)di_handle;
+   if (sys) sl_unmap(sys, a, len); /* a new mapping: its page sizes are decided anew */
    emit_segment_at(a, len, rr, ww, xx);
+}
+
+/* Whether [a, a + len) lies in the client's private anonymous mappings (transparent huge
+ * pages apply to those only; shared memory's own policy, shmem_enabled, is "never" by
+ * default): the model's SlSystem.anon_fn. */
+static Bool anon_range(void *ctx, Addr a, ULong len)
+{
+   Addr end = a + len;
+   (void)ctx;
+   while (a < end) {
+      NSegment const *seg = VG_(am_find_nsegment)(a);
+      if (!seg || seg->kind != SkAnonC) return False;
+      a = seg->end + 1;
+   }
+   return True;
 }
 
 static void sl_new_mem_brk(Addr a, SizeT len, ThreadId tid)
@@ -2306,6 +2328,7 @@ static void sl_new_mem_brk(Addr a, SizeT len, ThreadId tid)
 
 static void sl_die_mem_munmap(Addr a, SizeT len)
 {
+   if (sys) sl_unmap(sys, a, len);
    if (n_blk_live && len) blocks_unmap(a, len);
    if (!trace_enabled) return;
    slt_begin(&trace, SLT_MUNMAP);
@@ -2376,6 +2399,13 @@ static void sl_post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArg
       /* the program's own anonymous mappings (the allocator's are inside its blocks) */
       if (!sr_isError(res) && !th->in_alloc && (args[3] & VKI_MAP_ANONYMOUS))
          block_begin(tid, SL_ALLOC_MMAP, sr_Res(res), args[1], 0);
+      break;
+   case __NR_madvise:
+      /* MADV_HUGEPAGE / MADV_NOHUGEPAGE for the emulated THP policy; the host's answer does
+       * not matter (a host kernel without THP refuses them with EINVAL) unless the range is
+       * not mapped */
+      if (sys && (!sr_isError(res) || sr_Err(res) == VKI_EINVAL))
+         sl_madvise(sys, args[0], args[1], (UInt)args[2]);
       break;
    case __NR_prctl:
       if (args[0] == 15 /* PR_SET_NAME */) {
@@ -2470,6 +2500,7 @@ static void sl_post_clo_init(void)
       SlSink sink = {emit_sample, NULL};
       sys = sl_system_new(&cfg, &sink);
       sys->ready_fn = alu_ready;
+      sys->anon_fn = anon_range;
    }
    timeline_tq = (ULong)clo_timeline_us * (cfg.cpu_hz / 1000000ull) * SL_TQ;
    main_pid = VG_(getpid)();

@@ -413,6 +413,7 @@ static void test_stride_prefetcher(void)
    sl_config_default(&cf);
    cf.prefetch_distance = 0;
    cf.spe_interval = 1 << 20;
+   cf.page_shift = 21; /* every line below on one page: one walk (the counts below) */
    sl_config_check(&cf);
    CHECK(cf.stride_distance == 12, "default stride distance %u", cf.stride_distance);
    s = sl_system_new(&cf, &k);
@@ -454,12 +455,106 @@ static void test_stride_prefetcher(void)
          cnt(c, SL_T_PREFETCH_LINES));
 }
 
+/* The anonymous-mapping check of transparent huge pages: everything is anonymous except the
+ * 2 MB region at 0x41000000. */
+static Bool anon_except(void *ctx, Addr a, ULong len)
+{
+   (void)ctx;
+   return a + len <= 0x41000000 || a >= 0x41200000;
+}
+
+/* Page sizes per mapping (MODEL.md "Translation"): 4 KB base pages; under THP madvise a 2 MB
+ * region is one huge page only when a madvise(MADV_HUGEPAGE) covered all of it before its
+ * first use; MADV_NOHUGEPAGE wins under always; a region that is not wholly anonymous stays on
+ * base pages; an unmapped region is decided again. Walks count pages: one per 4 KB page
+ * touched, one per huge page. */
+static void test_page_sizes(void)
+{
+   SlConfig c;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *core;
+   Addr r1 = 0x40200000, r2 = 0x40400000, r3 = 0x40600000;
+   sl_config_default(&c);
+   c.prefetch_distance = 0;
+   c.stride_distance = 0;
+   c.spe_interval = 1 << 20;
+   CHECK(c.page_shift == 12 && c.thp == SL_THP_MADVISE, "default pages 2^%u, THP %s",
+         c.page_shift, sl_thp_name(c.thp));
+   CHECK(sl_config_check(&c) == NULL && c.huge_shift == 21, "huge shift %u", c.huge_shift);
+   s = sl_system_new(&c, &k);
+   core = sl_core(s, 0);
+   /* no advice: two 4 KB pages of r1, two walks */
+   load(core, r1);
+   load(core, r1 + 4096);
+   CHECK(cnt(core, SL_C_DTLB_WALK) == 2 && sl_page_shift_of(s, r1) == 12,
+         "base pages: %llu walks, shift %u", cnt(core, SL_C_DTLB_WALK), sl_page_shift_of(s, r1));
+   /* r2 and r3 advised (r3 only in part): r2's three loads walk once, r3's twice */
+   sl_madvise(s, r2, 2u << 20, SL_MADV_HUGEPAGE);
+   sl_madvise(s, r3, 1u << 20, SL_MADV_HUGEPAGE);
+   load(core, r2);
+   load(core, r2 + 4096);
+   load(core, r2 + (2u << 20) - 64);
+   CHECK(cnt(core, SL_C_DTLB_WALK) == 3 && sl_page_shift_of(s, r2) == 21,
+         "huge page: %llu walks, shift %u", cnt(core, SL_C_DTLB_WALK), sl_page_shift_of(s, r2));
+   load(core, r3);
+   load(core, r3 + 4096);
+   CHECK(cnt(core, SL_C_DTLB_WALK) == 5 && sl_page_shift_of(s, r3) == 12,
+         "half-advised region: %llu walks", cnt(core, SL_C_DTLB_WALK));
+   /* a huge page's frame is aligned to 2 MB: the offset in it is the low 21 bits */
+   CHECK((sl_translate_pa(s, r2 + 0x12345) & 0x1fffff) == 0x12345, "huge PA %#llx",
+         (unsigned long long)sl_translate_pa(s, r2 + 0x12345));
+   /* r1 was used before its advice: it keeps its base pages until it is mapped anew */
+   sl_madvise(s, r1, 2u << 20, SL_MADV_HUGEPAGE);
+   CHECK(sl_page_shift_of(s, r1) == 12, "r1 after late advice: shift %u",
+         sl_page_shift_of(s, r1));
+   sl_unmap(s, r1, 2u << 20);
+   sl_madvise(s, r1, 2u << 20, SL_MADV_HUGEPAGE);
+   CHECK(sl_page_shift_of(s, r1) == 21, "r1 mapped anew and advised: shift %u",
+         sl_page_shift_of(s, r1));
+   /* unmapping r2 drops its huge page from the TLBs and its advice: base pages, a walk */
+   sl_unmap(s, r2, 2u << 20);
+   load(core, r2);
+   CHECK(cnt(core, SL_C_DTLB_WALK) == 6 && sl_page_shift_of(s, r2) == 12,
+         "r2 unmapped: %llu walks, shift %u", cnt(core, SL_C_DTLB_WALK),
+         sl_page_shift_of(s, r2));
+
+   /* always: every anonymous region, but not one advised MADV_NOHUGEPAGE in part, nor one
+    * that is not wholly anonymous */
+   c.thp = SL_THP_ALWAYS;
+   s = sl_system_new(&c, &k);
+   s->anon_fn = anon_except;
+   sl_madvise(s, r3 + 4096, 4096, SL_MADV_NOHUGEPAGE);
+   CHECK(sl_page_shift_of(s, r1) == 21 && sl_page_shift_of(s, r3) == 12 &&
+         sl_page_shift_of(s, 0x41000000) == 12 && sl_page_shift_of(s, 0x41200000) == 21,
+         "always: shifts %u %u %u %u", sl_page_shift_of(s, r1), sl_page_shift_of(s, r3),
+         sl_page_shift_of(s, 0x41000000), sl_page_shift_of(s, 0x41200000));
+   /* never: advice or not, base pages */
+   c.thp = SL_THP_NEVER;
+   s = sl_system_new(&c, &k);
+   sl_madvise(s, r2, 2u << 20, SL_MADV_HUGEPAGE);
+   CHECK(sl_page_shift_of(s, r2) == 12, "never: shift %u", sl_page_shift_of(s, r2));
+   /* 64 KB base pages: huge pages are 512 MB (2^16 * 2^13); 2 MB base pages have none */
+   c.page_shift = 16;
+   CHECK(sl_config_check(&c) == NULL && c.huge_shift == 29, "64 KB: huge shift %u",
+         c.huge_shift);
+   c.page_shift = 21;
+   CHECK(sl_config_check(&c) == NULL && c.huge_shift == 0, "2 MB: huge shift %u",
+         c.huge_shift);
+   {
+      UInt t = 9;
+      CHECK(sl_thp_parse("always", &t) && t == SL_THP_ALWAYS && !sl_thp_parse("sometimes", &t),
+            "THP names");
+   }
+}
+
 int main(void)
 {
    test_cache_sequence();
    test_coherence();
    test_ownership_round_trip();
    test_tlb();
+   test_page_sizes();
    test_sampling_interval();
    test_dependent_chain_timing();
    test_fork_rebase_keeps_the_window();
