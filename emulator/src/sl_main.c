@@ -218,6 +218,9 @@ static Bool parse_option(const HChar *arg)
    U32OPT("--slc-lat", slc_lat)
    U32OPT("--dram-lat", dram_lat)
    U32OPT("--peer-lat", peer_lat)
+   U32OPT("--split-penalty", split_penalty)
+   U32OPT("--fwd-lat", fwd_lat)
+   U32OPT("--fwd-fail-penalty", fwd_fail_penalty)
    U32OPT("--prefetch-distance", prefetch_distance)
    U32OPT("--stride-distance", stride_distance)
    U32OPT("--stride-max-lines", stride_max_lines)
@@ -269,6 +272,7 @@ static void sl_print_usage(void)
       "    --switch-cycles=<n> --switch-min-cycles=<n>  thread interleaving quantum [20000, 100]\n"
       "    model geometry and latencies: --l1d-size --l1d-assoc --l1d-lat --l1i-size --l1i-assoc\n"
       "      --l2-size --l2-assoc --l2-lat --slc-size --slc-assoc --slc-lat --dram-lat --peer-lat\n"
+      "      --split-penalty --fwd-lat --fwd-fail-penalty\n"
       "      --prefetch-distance --stride-distance --stride-max-lines --dtlb-entries\n"
       "      --itlb-entries --stlb-entries --stlb-assoc\n"
       "      --l1tlb-lat --l2tlb-lat --walk-lat --dispatch-width --rob --ls-queue --mshrs\n"
@@ -382,6 +386,8 @@ typedef struct {
    UChar obj_hint;  /* loads/stores: the annotated object hit last (a hint, validated) */
    UInt blk_hint;   /* loads/stores: the heap block slot hit last (a hint, validated) */
    SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
+   SlDeps ddeps;    /* IT_STORE: the stored data's dependencies (store-to-load forwarding) */
+   SlSrc dsrc;      /* ddeps as sources */
    Addr pc, target, fallthrough;
    SlMemMemo memo;  /* loads/stores: where the replay found the line last (see sl_model.h) */
 } SlItem;
@@ -569,12 +575,15 @@ static void sb_finalize(SlSbDesc *d)
 {
    UInt n = 0, j;
    for (j = 0; j < d->n_exits; j++) order_writebacks(&d->exits[j], &d->wb[d->exits[j].wb_first]);
-   for (j = 0; j < d->n_items; j++) n += deps_count(d->items[j].deps);
+   for (j = 0; j < d->n_items; j++) n += deps_count(d->items[j].deps) + deps_count(d->items[j].ddeps);
    for (j = 0; j < d->n_wb; j++) n += deps_count(d->wb[j].deps);
    if (n > 0xffff) VG_(tool_panic)("spelunk: superblock too large (dependencies)");
    d->deps = VG_(malloc)("spelunk.sbdesc", n + 1);
    d->n_deps = 0;
-   for (j = 0; j < d->n_items; j++) d->items[j].src = deps_src(d, d->items[j].deps);
+   for (j = 0; j < d->n_items; j++) {
+      d->items[j].src = deps_src(d, d->items[j].deps);
+      d->items[j].dsrc = deps_src(d, d->items[j].ddeps);
+   }
    for (j = 0; j < d->n_wb; j++) d->wb[j].src = deps_src(d, d->wb[j].deps);
    d->wbr = VG_(malloc)("spelunk.sbdesc", (d->n_wb + 1) * sizeof(SlWbRun));
    for (j = 0; j < d->n_wb; j++) {
@@ -1296,6 +1305,7 @@ static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, 
    m.store = store;
    m.subclass = it->sub;
    m.addr_ready = src_ready(&it->src, dl, rdy);
+   m.data_ready = store ? src_ready(&it->dsrc, dl, rdy) : 0;
    C = mem_op(c, &m, &lvl, &it->memo);
    if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
    if (n_objects) object_account_op(it, a, it->size, store, lvl);
@@ -1334,6 +1344,7 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          m.store = False;
          m.subclass = SL_LS_GP;
          m.addr_ready = src_ready(&it->src, dl, rdy);
+         m.data_ready = 0;
          sl_prefetch(c, &m, (SlPrefetchTarget)it->sub);
          break;
       }
@@ -2005,6 +2016,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
          note_value_write(data);
          add_mem(sbOut, st->Ist.Store.addr, NULL, sizeofIRType(ty), True, ls_subclass(ty),
                  IRTemp_INVALID);
+         ins.items[ins.n_items - 1].ddeps = atom_mask(data);
          addStmtToIRSB(sbOut, st);
          break;
       }
@@ -2014,6 +2026,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
          note_value_write(sg->data);
          add_mem(sbOut, sg->addr, sg->guard, sizeofIRType(ty), True, ls_subclass(ty),
                  IRTemp_INVALID);
+         ins.items[ins.n_items - 1].ddeps = atom_mask(sg->data);
          addStmtToIRSB(sbOut, st);
          break;
       }

@@ -105,6 +105,17 @@ void sl_config_default(SlConfig *c)
     * ~101 ns = 283 (load-to-use including the 1-cycle L1 DTLB lookup) */
    c->l1d_lat = 4; c->l2_lat = 14; c->slc_lat = 103; c->dram_lat = 283;
    c->peer_lat = 200;              /* assumed: between SLC and DRAM */
+   /* assumed: Arm's optimization guides (Cortex-A57's, as quoted; N1's not reached) list loads
+    * that cross a 64-byte line among the accesses that "reduce bandwidth or incur additional
+    * latency" without a figure; Cortex-A55's guide gives such splits 1 cycle */
+   c->split_penalty = 1;
+   /* assumed (no N1 figure found): a load that a store in the store buffer serves gets the
+    * data an L1D latency after the store has it; one forwarding cannot serve (it needs bytes
+    * of an older store or of the cache too: a partial overlap, a load wider than the store)
+    * waits until the store is written to L1D, then replays (its L1D access again) and pays
+    * N1's minimum pipeline refill, the 11 cycles of a mispredict */
+   c->fwd_lat = 4;
+   c->fwd_fail_penalty = 11;
    /* calibrated: bw_mem frd over 64 MB (DRAM) reads ~10.0 GB/s, [SPE methodology table 4.7] measured
     * 9.47 GB/s on N1 */
    c->prefetch_distance = 10;
@@ -668,7 +679,8 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
    out[SL_C_MEM_ACCESS] = c->c[SL_C_MEM_ACCESS_RD] + c->c[SL_C_MEM_ACCESS_WR];
    out[SL_C_LD_SPEC] = c->c[SL_C_MEM_ACCESS_RD];
    out[SL_C_ST_SPEC] = c->c[SL_C_MEM_ACCESS_WR];
-   out[SL_C_L1D_CACHE] = out[SL_C_MEM_ACCESS];
+   /* (plus the second look-ups of line-crossing accesses, counted in c[SL_C_L1D_CACHE]) */
+   out[SL_C_L1D_CACHE] = out[SL_C_MEM_ACCESS] + c->c[SL_C_L1D_CACHE];
    out[SL_C_L1D_TLB] = out[SL_C_MEM_ACCESS];
    out[SL_C_L1I_TLB] = c->c[SL_C_L1I_CACHE]; /* every fetched line is translated */
    out[SL_T_ST_OPS] = c->c[SL_C_MEM_ACCESS_WR];
@@ -1704,6 +1716,70 @@ static SL_NOINLINE void mem_sample(SlCore *c, const SlMemOp *m, Addr pa, UInt xl
    spe_record(c, &smp, D, C, !m->store, m->store, False);
 }
 
+/* The second line of an access that crosses a 64-byte line (MODEL.md "Timing"): its own
+ * translation (it may be on the next page), L1D look-up and fill on a miss, and half a cycle
+ * of dispatch (the access is made twice); returns when that line's part is there, plus the split
+ * penalty; *lvl gets the level that supplied it. */
+static SL_NOINLINE ULong line_split(SlCore *c, const SlMemOp *m, ULong I, SlLevel *lvl,
+                                    UInt *ev)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   Addr va2 = (m->va | (SL_LINE - 1)) + 1, line2;
+   ULong Imem2, l1ready2, ready;
+   UInt xlat;
+   Int f;
+   line2 = translate(c, va2, False, I, &xlat, ev) >> SL_LINE_SHIFT;
+   Imem2 = I + (ULong)xlat * SL_TQ;
+   l1ready2 = Imem2 + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ;
+   c->c[SL_C_L1D_CACHE]++; /* the second look-up (sl_core_counters adds it) */
+   /* the second access takes a load/store pipe cycle: half a cycle of dispatch (N1's two
+    * load/store pipes, assumed; the guides count a split as two accesses' bandwidth) */
+   c->t += SL_TQ / 2;
+   f = cache_find(&c->l1d, line2);
+   if (f >= 0) {
+      SlLine *l = &c->l1d.lines[f];
+      cache_touch(&c->l1d, (UInt)f);
+      ready = MAX(l1ready2, l->ready);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED))
+         *ev |= l1_first_use(c, l, line2, m->store, m->pc, va2, I, l1ready2);
+      if (m->store && l->state != SL_M)
+         ready = MAX(ready, Imem2 + (ULong)l1_store_own(c, l, line2) * SL_TQ);
+      *lvl = SL_LVL_L1D;
+   } else {
+      (void)l1_miss(c, line2, m->store, m->pc, va2, I, Imem2, &ready, ev, lvl);
+   }
+   return ready + (ULong)cfg->split_penalty * SL_TQ;
+}
+
+/* Store-to-load forwarding (MODEL.md "Timing"): the slot of an 8-byte chunk. */
+static inline UInt fwd_slot(Addr a) { return (UInt)(a >> 3) & (SL_NFWD - 1); }
+
+/* Files a store under the chunks it writes. */
+static SL_ALWAYS_INLINE void fwd_file(SlCore *c, Addr va, UInt size, ULong data_ready, ULong written)
+{
+   Addr a, last = (va + (size ? size : 1) - 1) >> 3;
+   UInt n = 0;
+   for (a = va >> 3; a <= last && n < SL_NFWD; a++, n++) {
+      SlFwd *f = &c->fwd[(UInt)a & (SL_NFWD - 1)];
+      f->va = va;
+      f->size = size;
+      f->data_ready = data_ready;
+      f->written = written;
+   }
+}
+
+/* A load issued at I whose bytes [va, va + size) a store not yet written (filed in slot f)
+ * overlaps: returns when its value is there instead of `ready`. */
+static SL_NOINLINE ULong fwd_load(SlCore *c, const SlFwd *f, Addr va, UInt size, ULong l1ready,
+                                  ULong ready)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   if (f->va <= va && va + size <= f->va + f->size) /* forwarded */
+      return MAX(l1ready, f->data_ready + (ULong)cfg->fwd_lat * SL_TQ);
+   /* it needs other bytes too: after the store's write, the load again and the replay */
+   return MAX(ready, f->written + (ULong)(cfg->l1d_lat + cfg->fwd_fail_penalty) * SL_TQ);
+}
+
 /* Dispatches memory op *n (the next op): after the op rob_size earlier retired, the memory op
  * ls_issue_queue earlier issued and (stores) the store store_buffer earlier drained. Returns the
  * dispatch time; *sel: selected for sampling; *pos: its issue-queue slot. */
@@ -1832,11 +1908,34 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       memo->way = li;
    }
 
+   if (SL_UNLIKELY((va & (SL_LINE - 1)) + m->size > SL_LINE)) {
+      /* it crosses a line: the second line too (the op completes when both are there) */
+      SlLevel lv2 = SL_LVL_L1D;
+      UInt e2 = ev | SL_EV_ALIGNMENT;
+      ULong r2 = line_split(c, m, I, &lv2, &e2);
+      ev = e2;
+      if (r2 > ready) ready = r2;
+      if (lv2 > lvl) lvl = lv2; /* (the farther level supplied the op) */
+   }
+   if (!store) {
+      /* a store still in the store buffer with some of its bytes (youngest per chunk) */
+      const SlFwd *f = &c->fwd[fwd_slot(va)];
+      const Addr end = va + m->size;
+      if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size)) {
+         ready = fwd_load(c, f, va, m->size, l1ready, ready);
+      } else if (SL_UNLIKELY(((va ^ (end - 1)) >> 3) != 0)) {
+         f = &c->fwd[fwd_slot(end - 1)];
+         if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size))
+            ready = fwd_load(c, f, va, m->size, l1ready, ready);
+      }
+   }
    if (store) {
       /* stores retire from the store buffer; the line fill drains in the background */
       C = I + (ULong)(xlat + 1) * SL_TQ;
       pos = c->stb_pos;
       c->stb[pos] = MAX(C, ready);
+      /* written to L1D once retired, its line there and its data ready */
+      fwd_file(c, va, m->size, MAX(m->data_ready, I), MAX(c->stb[pos], m->data_ready + SL_TQ));
       c->stb_pos = pos + 1 == cfg->store_buffer ? 0 : pos + 1;
       retire = C;
       c->c[SL_T_ST_BYTES] += m->size;

@@ -84,6 +84,7 @@ typedef enum { SL_LVL_L1D = 0, SL_LVL_L2, SL_LVL_PEER, SL_LVL_SLC, SL_LVL_DRAM, 
 #define SL_EV_MISPRED (1u << 7)
 #define SL_EV_LLC_ACCESS (1u << 8)
 #define SL_EV_LLC_MISS (1u << 9)
+#define SL_EV_ALIGNMENT (1u << 11) /* "Alignment": an unaligned access (set for line-crossing ones) */
 #define SL_EV_LATE_PREFETCH (1u << 12)
 
 /* ---- SPE Operation Type packet (Arm ARM; crates/spe op.rs). */
@@ -128,6 +129,9 @@ typedef struct SlConfig_ {
    UInt l2_size, l2_assoc, l2_lat;
    UInt slc_size, slc_assoc, slc_lat;
    UInt dram_lat, peer_lat;
+   UInt split_penalty; /* cycles a line-crossing access adds to its latency (MODEL.md "Timing") */
+   UInt fwd_lat;       /* store-to-load forwarding: cycles from the store's data to the load's */
+   UInt fwd_fail_penalty; /* a load forwarding cannot serve: cycles after the store's write */
    UInt prefetch_distance; /* lines ahead; 0 disables the prefetcher */
    UInt stride_distance;   /* strides ahead the stride prefetcher fills L2; 0 disables it */
    UInt stride_max_lines;  /* largest stride (lines) the stride prefetcher follows */
@@ -281,6 +285,18 @@ typedef struct {
 
 #define SL_NSTRIDES 16
 
+/* A store that may still be in the store buffer, for store-to-load forwarding: filed under
+ * each 8-byte chunk it writes (SlCore.fwd, direct-mapped by chunk address; the youngest store
+ * of a chunk replaces the older one). */
+typedef struct {
+   Addr va;          /* first byte; 0 = none */
+   UInt size;
+   ULong data_ready; /* its data is there (tq) */
+   ULong written;    /* it has left the store buffer: written to L1D (tq) */
+} SlFwd;
+
+#define SL_NFWD 64u
+
 typedef struct {
    ULong due;    /* the first op it holds back: its index + rob_size */
    ULong retire; /* its retirement (tq) */
@@ -334,6 +350,8 @@ struct SlCore {
    /* prefetcher */
    SlStream streams[SL_NSTREAMS]; ULong stream_clock; UInt last_stream;
    SlStride strides[SL_NSTRIDES];
+   /* stores for store-to-load forwarding */
+   SlFwd fwd[SL_NFWD];
    /* SPE */
    ULong next_sample;   /* population index of the next selected op */
    ULong inflight_until; /* completion (tq) of the last recorded sampled op */
@@ -393,6 +411,7 @@ typedef struct {
    Bool store;
    UChar subclass;      /* SL_LS_* byte without the store bit */
    ULong addr_ready;    /* tq when the address operands are ready (0 = now) */
+   ULong data_ready;    /* stores: tq when the data to store is ready (0 = now) */
 } SlMemOp;
 /* Returns the time (tq) the loaded value is available (loads) or the store retired; *lvl (may
  * be NULL) receives the level that supplied the line. */

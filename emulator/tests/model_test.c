@@ -45,7 +45,7 @@ static SlSystem *tiny(void)
 
 static SlLevel load(SlCore *c, Addr va)
 {
-   SlMemOp m = {0x1000, va, 8, False, SL_LS_GP, 0};
+   SlMemOp m = {0x1000, va, 8, False, SL_LS_GP, 0, 0};
    SlLevel l;
    sl_mem(c, &m, &l);
    return l;
@@ -53,7 +53,7 @@ static SlLevel load(SlCore *c, Addr va)
 
 static SlLevel store(SlCore *c, Addr va)
 {
-   SlMemOp m = {0x1004, va, 8, True, SL_LS_GP, 0};
+   SlMemOp m = {0x1004, va, 8, True, SL_LS_GP, 0, 0};
    SlLevel l;
    sl_mem(c, &m, &l);
    return l;
@@ -132,7 +132,7 @@ static void test_ownership_round_trip(void)
 {
    SlSystem *s = tiny();
    SlCore *a = sl_core(s, 0), *b = sl_core(s, 1);
-   SlMemOp at = {0x1008, 0x20000040, 8, False, SL_LS_EXT | SL_LS_EXT_AT, 0};
+   SlMemOp at = {0x1008, 0x20000040, 8, False, SL_LS_EXT | SL_LS_EXT_AT, 0, 0};
    SlLevel l;
    ULong t0, done;
    store(a, at.va);
@@ -193,7 +193,7 @@ static void test_tlb(void)
    CHECK(cnt(core, SL_C_DTLB_WALK) == 5, "walks %llu", cnt(core, SL_C_DTLB_WALK));
    /* translation latency of a sampled L1 DTLB hit is the L1 TLB latency (1 cycle) */
    {
-      SlMemOp m = {0x2000, base + 8, 8, False, SL_LS_GP, 0};
+      SlMemOp m = {0x2000, base + 8, 8, False, SL_LS_GP, 0, 0};
       unsigned before = n_samples;
       int j;
       for (j = 0; j < 600 && n_samples == before; j++) {
@@ -245,7 +245,7 @@ static void test_dependent_chain_timing(void)
 {
    SlSystem *s = tiny();
    SlCore *c = sl_core(s, 0);
-   SlMemOp m = {0x4000, 0x50000000, 8, False, SL_LS_GP, 0};
+   SlMemOp m = {0x4000, 0x50000000, 8, False, SL_LS_GP, 0, 0};
    ULong t0, ready = 0;
    SlLevel l;
    int i;
@@ -269,7 +269,7 @@ static void test_fork_rebase_keeps_the_window(void)
 {
    SlSystem *sa = tiny(), *sb = tiny();
    SlCore *a = sl_core(sa, 0), *b = sl_core(sb, 0);
-   SlMemOp m = {0x4000, 0x70000000, 8, False, SL_LS_GP, 0};
+   SlMemOp m = {0x4000, 0x70000000, 8, False, SL_LS_GP, 0, 0};
    UInt R = sa->cfg.rob_size, i;
    ULong ta, tb, ca, cb;
    SlLevel l;
@@ -323,7 +323,7 @@ static void test_collisions(void)
    SlSystem *s;
    SlCore *core;
    int i;
-   SlMemOp m = {0x8000, 0, 8, False, SL_LS_GP, 0};
+   SlMemOp m = {0x8000, 0, 8, False, SL_LS_GP, 0, 0};
    SlLevel l;
    sl_config_default(&c);
    c.spe_interval = 256;
@@ -364,8 +364,8 @@ static void test_software_prefetch(void)
    SlSystem *s = tiny();
    SlCore *c = sl_core(s, 0);
    const SlConfig *cfg = &s->cfg;
-   SlMemOp pf = {0x5000, 0x60000040, 64, False, SL_LS_GP, 0};
-   SlMemOp ld = {0x5004, 0x60000040, 8, False, SL_LS_GP, 0};
+   SlMemOp pf = {0x5000, 0x60000040, 64, False, SL_LS_GP, 0, 0};
+   SlMemOp ld = {0x5004, 0x60000040, 8, False, SL_LS_GP, 0, 0};
    ULong t0, done;
    SlLevel l;
    load(c, 0x60000000); /* the page's translation is now an L1 DTLB hit */
@@ -407,7 +407,7 @@ static void test_stride_prefetcher(void)
    SlSystem *s;
    SlCore *c;
    Addr base = 0x80000000;
-   SlMemOp m = {0x1000, 0, 8, False, SL_LS_GP, 0};
+   SlMemOp m = {0x1000, 0, 8, False, SL_LS_GP, 0, 0};
    SlLevel l;
    int i;
    sl_config_default(&cf);
@@ -548,6 +548,125 @@ static void test_page_sizes(void)
    }
 }
 
+/* An access that crosses a 64-byte line (MODEL.md "Timing"): two L1D look-ups (L1D_CACHE +2,
+ * MEM_ACCESS +1), a fill per missing line, the ALIGNMENT event, and on two L1D hits the L1D
+ * latency plus the 1-cycle split penalty: 4 + 1 = 5 cycles. */
+static void test_line_crossing(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *c;
+   SlMemOp m = {0x1000, 0x40000000 + 60, 8, False, SL_LS_GP, 0, 0};
+   SlLevel l;
+   ULong t0, done, out[SL_NCOUNTERS];
+   sl_config_default(&cf);
+   cf.prefetch_distance = 0;
+   cf.stride_distance = 0;
+   cf.spe_interval = 1 << 20;
+   sl_config_check(&cf);
+   CHECK(cf.split_penalty == 1, "split penalty %u", cf.split_penalty);
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   sl_mem(c, &m, &l); /* cold: both lines miss */
+   sl_core_counters(c, out);
+   CHECK(out[SL_C_L1D_CACHE_REFILL] == 2 && out[SL_C_L1D_CACHE] == 2 && out[SL_C_MEM_ACCESS] == 1,
+         "cold split: refills %llu, L1D_CACHE %llu, MEM_ACCESS %llu",
+         (unsigned long long)out[SL_C_L1D_CACHE_REFILL], (unsigned long long)out[SL_C_L1D_CACHE],
+         (unsigned long long)out[SL_C_MEM_ACCESS]);
+   t0 = c->t + 10000 * SL_TQ; /* long after both fills */
+   sl_core_sync_clock(c, t0);
+   done = sl_mem(c, &m, &l);
+   CHECK(l == SL_LVL_L1D && done - t0 == 5 * SL_TQ, "warm split took %llu cycles from %s",
+         (unsigned long long)((done - t0) / SL_TQ), lv(l));
+   /* a sampled split load carries the ALIGNMENT event (bit 11), an aligned one does not */
+   cf.spe_interval = 256;
+   s = sl_system_new(&cf, &k);
+   {
+      SlCore *c2 = sl_core(s, 0);
+      unsigned before = n_samples;
+      int j;
+      SlMemOp m2 = m;
+      for (j = 0; j < 600 && n_samples == before; j++) sl_mem(c2, &m2, &l);
+      CHECK(n_samples > before && (last.events & SL_EV_ALIGNMENT), "split sample events %#x",
+            last.events);
+      m2.va = 0x40000000 + 48;
+      before = n_samples;
+      for (j = 0; j < 600 && n_samples == before; j++) sl_mem(c2, &m2, &l);
+      CHECK(n_samples > before && !(last.events & SL_EV_ALIGNMENT), "aligned sample events %#x",
+            last.events);
+   }
+   /* the same bytes aligned within a line: 4 cycles */
+   m.va = 0x40000000 + 48;
+   t0 = c->t + 10000 * SL_TQ;
+   sl_core_sync_clock(c, t0);
+   done = sl_mem(c, &m, &l);
+   CHECK(done - t0 == 4 * SL_TQ, "aligned load took %llu cycles",
+         (unsigned long long)((done - t0) / SL_TQ));
+}
+
+/* Store-to-load forwarding (MODEL.md "Timing"), on a line held Modified in L1D: a store at t0
+ * whose data is ready at t0 + 50 cycles retires at t0 + 2 (1 + 1) and is written to L1D at
+ * t0 + 51 (its data + 1). A load of the same 8 bytes right after it gets them 4 cycles after
+ * the data: t0 + 54. A load wider than the store (8 bytes over a 4-byte store) waits for the
+ * write, its L1D access again and the 11-cycle replay: t0 + 51 + 4 + 11 = t0 + 66. A load of
+ * other bytes: the L1D latency from its dispatch, a quarter cycle after the store's. */
+static void test_store_forwarding(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *c;
+   Addr x = 0x40000100;
+   SlMemOp st = {0x1000, x, 8, True, SL_LS_GP, 0, 0};
+   SlMemOp ld = {0x1004, x, 8, False, SL_LS_GP, 0, 0};
+   SlLevel l;
+   ULong t0, done;
+   sl_config_default(&cf);
+   cf.prefetch_distance = 0;
+   cf.stride_distance = 0;
+   cf.spe_interval = 1 << 20;
+   sl_config_check(&cf);
+   CHECK(cf.fwd_lat == 4 && cf.fwd_fail_penalty == 11, "forwarding %u, replay %u", cf.fwd_lat,
+         cf.fwd_fail_penalty);
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   store(c, x); /* the line, Modified */
+   /* forwarded */
+   t0 = c->t + 10000 * SL_TQ;
+   sl_core_sync_clock(c, t0);
+   st.data_ready = t0 + 50 * SL_TQ;
+   sl_mem(c, &st, &l);
+   done = sl_mem(c, &ld, &l);
+   CHECK(done - t0 == 54 * SL_TQ, "forwarded load at t0 + %llu cycles, want 54",
+         (unsigned long long)((done - t0) / SL_TQ));
+   /* a load wider than the store: the replay */
+   t0 = c->t + 10000 * SL_TQ;
+   sl_core_sync_clock(c, t0);
+   st.size = 4;
+   st.data_ready = t0 + 50 * SL_TQ;
+   sl_mem(c, &st, &l);
+   done = sl_mem(c, &ld, &l);
+   CHECK(done - t0 == 66 * SL_TQ, "load wider than the store at t0 + %llu cycles, want 66",
+         (unsigned long long)((done - t0) / SL_TQ));
+   /* other bytes of the line: not held back */
+   t0 = c->t + 10000 * SL_TQ;
+   sl_core_sync_clock(c, t0);
+   st.data_ready = t0 + 50 * SL_TQ;
+   sl_mem(c, &st, &l);
+   ld.va = x + 8;
+   done = sl_mem(c, &ld, &l);
+   CHECK(done - t0 == 4 * SL_TQ + SL_TQ / cf.dispatch_width, "other bytes at t0 + %llu tq",
+         (unsigned long long)(done - t0));
+   /* once the store is written, a load reads L1D as usual */
+   ld.va = x;
+   t0 = c->t + 10000 * SL_TQ;
+   sl_core_sync_clock(c, t0);
+   done = sl_mem(c, &ld, &l);
+   CHECK(done - t0 == 4 * SL_TQ, "after the write: %llu cycles",
+         (unsigned long long)((done - t0) / SL_TQ));
+}
+
 int main(void)
 {
    test_cache_sequence();
@@ -555,6 +674,8 @@ int main(void)
    test_ownership_round_trip();
    test_tlb();
    test_page_sizes();
+   test_line_crossing();
+   test_store_forwarding();
    test_sampling_interval();
    test_dependent_chain_timing();
    test_fork_rebase_keeps_the_window();
