@@ -63,6 +63,25 @@ static Long clo_alloc_min_bytes = 4096;
 static Long clo_alloc_stack_depth = 8;
 #define SL_MAX_ALLOC_FRAMES 32
 
+/* "START-END[,START-END...]" (hexadecimal, END exclusive) into lo/hi; False when malformed or
+ * more than SL_MAX_KNOB_RANGES. */
+static Bool parse_ranges(const HChar *v, Addr *lo, Addr *hi, UInt *n)
+{
+   HChar *end;
+   *n = 0;
+   while (*v) {
+      if (*n == SL_MAX_KNOB_RANGES) return False;
+      lo[*n] = (Addr)VG_(strtoull16)(v, &end);
+      if (end == v || *end != '-') return False;
+      v = end + 1;
+      hi[*n] = (Addr)VG_(strtoull16)(v, &end);
+      if (end == v || hi[*n] <= lo[*n] || (*end && *end != ',')) return False;
+      (*n)++;
+      v = *end ? end + 1 : end;
+   }
+   return *n > 0;
+}
+
 static Bool parse_filter(const HChar *v)
 {
    /* "all", or a comma-separated subset of load,store,branch */
@@ -195,6 +214,16 @@ static Bool parse_option(const HChar *arg)
       cfg.page_shift = sh;
       return True;
    }
+   if (VG_STR_CLO(arg, "--l1-pcs", s)) {
+      if (!parse_ranges(s, cfg.l1_pc_lo, cfg.l1_pc_hi, &cfg.n_l1_pcs))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
+   if (VG_STR_CLO(arg, "--huge-range", s)) {
+      if (!parse_ranges(s, cfg.huge_lo, cfg.huge_hi, &cfg.n_huge_ranges))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
    if (VG_STR_CLO(arg, "--thp", s)) {
       if (!sl_thp_parse(s, &cfg.thp)) VG_(fmsg_bad_option)(arg, "expected always, madvise or never\n");
       return True;
@@ -264,6 +293,10 @@ static void sl_print_usage(void)
       "    --page-size=<bytes>        base page size of every mapping [4096; 65536 on grace]\n"
       "    --thp=always|madvise|never transparent huge pages (the granule's 2 MB blocks with\n"
       "                               4 KB pages): anonymous regions, advised ones, none [madvise]\n"
+      "    --l1-pcs=<lo>-<hi>[,...]   counterfactual: loads of these PCs (hex, end exclusive)\n"
+      "                               complete at the L1D latency\n"
+      "    --huge-range=<lo>-<hi>[,...]  counterfactual: huge pages in these address ranges\n"
+      "                               whatever the THP policy and the mapping\n"
       "    --timeline-us=<us>         virtual time between counter snapshots [100, 0 = off]\n"
       "    --cores=<n>                virtual cores, 1-1024 (threads beyond share cores) [64]\n"
       "    --track-allocs=yes|no      log heap blocks with their stacks and exact accesses [yes]\n"

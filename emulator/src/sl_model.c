@@ -817,6 +817,8 @@ static Bool rg_eligible(SlSystem *s, Addr a, ULong len)
    const SlConfig *cfg = &s->cfg;
    Addr end = a + len;
    UInt st = 0, i;
+   for (i = 0; i < cfg->n_huge_ranges; i++)
+      if (cfg->huge_lo[i] <= a && end <= cfg->huge_hi[i]) return True; /* (the knob) */
    for (i = 0; i < s->n_adv; i++) {
       const struct SlAdvice *v = &s->adv[i];
       if (v->end <= a || v->start >= end) continue;
@@ -836,7 +838,8 @@ UInt sl_page_shift_of(SlSystem *s, Addr va)
    Addr key;
    ULong i;
    UChar st;
-   if (hs == 0 || cfg->thp == SL_THP_NEVER || (cfg->thp == SL_THP_MADVISE && !s->n_adv_huge))
+   if (hs == 0 || ((cfg->thp == SL_THP_NEVER || (cfg->thp == SL_THP_MADVISE && !s->n_adv_huge)) &&
+                   cfg->n_huge_ranges == 0))
       return cfg->page_shift; /* (no region can have a huge page) */
    key = (va >> hs) + 1;
    if (key == s->rg_memo) return s->rg_memo_shift;
@@ -897,7 +900,7 @@ void sl_unmap(SlSystem *s, Addr a, ULong len)
    }
    s->n_adv = j;
    s->rg_memo = 0;
-   if (hs == 0 || s->cfg.thp == SL_THP_NEVER) return;
+   if (hs == 0 || (s->cfg.thp == SL_THP_NEVER && s->cfg.n_huge_ranges == 0)) return;
    /* its regions are decided again at their next use, their earlier pages forgotten; a huge
     * page there is gone from every TLB (the kernel's shootdown) */
    if (((end - 1) >> hs) - (a >> hs) < s->rg_cap) {
@@ -1916,6 +1919,15 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       ev = e2;
       if (r2 > ready) ready = r2;
       if (lv2 > lvl) lvl = lv2; /* (the farther level supplied the op) */
+   }
+   if (SL_UNLIKELY(cfg->n_l1_pcs) && !store) {
+      /* the knob: this load's data as if in L1D */
+      UInt k;
+      for (k = 0; k < cfg->n_l1_pcs; k++)
+         if (m->pc >= cfg->l1_pc_lo[k] && m->pc < cfg->l1_pc_hi[k]) {
+            ready = l1ready;
+            lvl = SL_LVL_L1D;
+         }
    }
    if (!store) {
       /* a store still in the store buffer with some of its bytes (youngest per chunk) */

@@ -132,6 +132,13 @@ typedef struct SlConfig_ {
    UInt split_penalty; /* cycles a line-crossing access adds to its latency (MODEL.md "Timing") */
    UInt fwd_lat;       /* store-to-load forwarding: cycles from the store's data to the load's */
    UInt fwd_fail_penalty; /* a load forwarding cannot serve: cycles after the store's write */
+   /* counterfactual knobs (emulator/README.md "Counterfactual knobs"): loads whose PC is in
+    * [l1_pc_lo[i], l1_pc_hi[i]) complete at the L1D latency; [huge_lo[i], huge_hi[i]) has huge
+    * pages whatever the THP policy and the mapping */
+#define SL_MAX_KNOB_RANGES 8
+   UInt n_l1_pcs, n_huge_ranges;
+   Addr l1_pc_lo[SL_MAX_KNOB_RANGES], l1_pc_hi[SL_MAX_KNOB_RANGES];
+   Addr huge_lo[SL_MAX_KNOB_RANGES], huge_hi[SL_MAX_KNOB_RANGES];
    UInt prefetch_distance; /* lines ahead; 0 disables the prefetcher */
    UInt stride_distance;   /* strides ahead the stride prefetcher fills L2; 0 disables it */
    UInt stride_max_lines;  /* largest stride (lines) the stride prefetcher follows */
