@@ -1323,11 +1323,24 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
    UInt i;
    if (!cfg->prefetch_distance) return;
    c->stream_clock++;
-   /* streams are tracked in a direct-mapped table indexed by the 4 KB region */
-   st = &c->streams[(page ^ (page >> 4)) & (SL_NSTREAMS - 1)];
-   (void)lru;
-   (void)i;
+   /* a bounded table of SL_NSTREAMS streams, fully associative, one per 4 KB region, the least
+    * recently used replaced (MODEL.md "Prefetcher"); the last hit is checked first */
+   st = &c->streams[c->last_stream];
    if (st->page != page) {
+      st = NULL;
+      for (i = 0; i < SL_NSTREAMS; i++) {
+         SlStream *e = &c->streams[i];
+         if (e->page == page) {
+            st = e;
+            break;
+         }
+         if (e->lru < lru->lru) lru = e;
+      }
+      if (st) c->last_stream = i;
+   }
+   if (!st) {
+      st = lru;
+      c->last_stream = (UInt)(st - c->streams);
       st->page = page;
       st->last = (Long)line;
       st->next = (Long)line + 1;

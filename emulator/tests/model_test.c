@@ -455,6 +455,37 @@ static void test_stride_prefetcher(void)
          cnt(c, SL_T_PREFETCH_LINES));
 }
 
+/* The stream prefetcher's table (MODEL.md "Prefetcher"): SL_NSTREAMS (16) streams, fully
+ * associative, least recently used replaced. 16 regions 32 KB apart (one 2 MB page, so the
+ * physical regions are 32 KB apart too, as a tiled transpose's rows are), walked round robin
+ * line 0, then line 1, then line 2 of each: every stream is confirmed at its third line and
+ * prefetches the 10 lines after it (prefetch_distance, within its 4 KB region): 16 x 10 = 160.
+ * 17 regions round robin: each region's stream was replaced (the 16 others were used since)
+ * before its next line, so no stream is ever confirmed: 0. */
+static void test_stream_table(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *c;
+   Addr base = 0x80000000;
+   unsigned n, r, i;
+   sl_config_default(&cf);
+   cf.stride_distance = 0;
+   cf.spe_interval = 1 << 20;
+   cf.page_shift = 21;
+   sl_config_check(&cf);
+   CHECK(cf.prefetch_distance == 10, "default stream distance %u", cf.prefetch_distance);
+   for (n = 16; n <= 17; n++) {
+      s = sl_system_new(&cf, &k);
+      c = sl_core(s, 0);
+      for (i = 0; i < 3; i++)
+         for (r = 0; r < n; r++) load(c, base + (Addr)r * 32768 + (Addr)i * 64);
+      CHECK(cnt(c, SL_T_PREFETCH_LINES) == (n == 16 ? 160 : 0), "%u streams: prefetched %llu",
+            n, cnt(c, SL_T_PREFETCH_LINES));
+   }
+}
+
 /* The anonymous-mapping check of transparent huge pages: everything is anonymous except the
  * 2 MB region at 0x41000000. */
 static Bool anon_except(void *ctx, Addr a, ULong len)
@@ -728,6 +759,7 @@ int main(void)
    test_collisions();
    test_software_prefetch();
    test_stride_prefetcher();
+   test_stream_table();
    if (failures) {
       printf("model_test: %d failure(s)\n", failures);
       return 1;
