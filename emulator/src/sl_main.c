@@ -63,6 +63,25 @@ static Long clo_alloc_min_bytes = 4096;
 static Long clo_alloc_stack_depth = 8;
 #define SL_MAX_ALLOC_FRAMES 32
 
+/* "START-END[,START-END...]" (hexadecimal, END exclusive) into lo/hi; False when malformed or
+ * more than SL_MAX_KNOB_RANGES. */
+static Bool parse_ranges(const HChar *v, Addr *lo, Addr *hi, UInt *n)
+{
+   HChar *end;
+   *n = 0;
+   while (*v) {
+      if (*n == SL_MAX_KNOB_RANGES) return False;
+      lo[*n] = (Addr)VG_(strtoull16)(v, &end);
+      if (end == v || *end != '-') return False;
+      v = end + 1;
+      hi[*n] = (Addr)VG_(strtoull16)(v, &end);
+      if (end == v || hi[*n] <= lo[*n] || (*end && *end != ',')) return False;
+      (*n)++;
+      v = *end ? end + 1 : end;
+   }
+   return *n > 0;
+}
+
 static Bool parse_filter(const HChar *v)
 {
    /* "all", or a comma-separated subset of load,store,branch */
@@ -195,6 +214,20 @@ static Bool parse_option(const HChar *arg)
       cfg.page_shift = sh;
       return True;
    }
+   if (VG_STR_CLO(arg, "--l1-pcs", s)) {
+      if (!parse_ranges(s, cfg.l1_pc_lo, cfg.l1_pc_hi, &cfg.n_l1_pcs))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
+   if (VG_STR_CLO(arg, "--huge-range", s)) {
+      if (!parse_ranges(s, cfg.huge_lo, cfg.huge_hi, &cfg.n_huge_ranges))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
+   if (VG_STR_CLO(arg, "--thp", s)) {
+      if (!sl_thp_parse(s, &cfg.thp)) VG_(fmsg_bad_option)(arg, "expected always, madvise or never\n");
+      return True;
+   }
    if (VG_INT_CLO(arg, "--switch-cycles", clo_switch_max)) return True;
    if (VG_INT_CLO(arg, "--switch-min-cycles", clo_switch_min)) return True;
    if (VG_INT_CLO(arg, "--timeline-us", clo_timeline_us)) return True;
@@ -214,6 +247,9 @@ static Bool parse_option(const HChar *arg)
    U32OPT("--slc-lat", slc_lat)
    U32OPT("--dram-lat", dram_lat)
    U32OPT("--peer-lat", peer_lat)
+   U32OPT("--split-penalty", split_penalty)
+   U32OPT("--fwd-lat", fwd_lat)
+   U32OPT("--fwd-fail-penalty", fwd_fail_penalty)
    U32OPT("--prefetch-distance", prefetch_distance)
    U32OPT("--stride-distance", stride_distance)
    U32OPT("--stride-max-lines", stride_max_lines)
@@ -254,7 +290,13 @@ static void sl_print_usage(void)
       "                               whatever their order; emulator/MODEL.md)\n"
       "    --cpu-hz=<hz> --timer-hz=<hz>  core clock [2800000000], generic timer [1000000000]\n"
       "    --midr=<hex> --cpu-name=<s>    CPU identity claimed [0x413fd0c1 Neoverse N1]\n"
-      "    --page-size=<bytes>        translation granule [2097152]\n"
+      "    --page-size=<bytes>        base page size of every mapping [4096; 65536 on grace]\n"
+      "    --thp=always|madvise|never transparent huge pages (the granule's 2 MB blocks with\n"
+      "                               4 KB pages): anonymous regions, advised ones, none [madvise]\n"
+      "    --l1-pcs=<lo>-<hi>[,...]   counterfactual: loads of these PCs (hex, end exclusive)\n"
+      "                               complete at the L1D latency\n"
+      "    --huge-range=<lo>-<hi>[,...]  counterfactual: huge pages in these address ranges\n"
+      "                               whatever the THP policy and the mapping\n"
       "    --timeline-us=<us>         virtual time between counter snapshots [100, 0 = off]\n"
       "    --cores=<n>                virtual cores, 1-1024 (threads beyond share cores) [64]\n"
       "    --track-allocs=yes|no      log heap blocks with their stacks and exact accesses [yes]\n"
@@ -263,6 +305,7 @@ static void sl_print_usage(void)
       "    --switch-cycles=<n> --switch-min-cycles=<n>  thread interleaving quantum [20000, 100]\n"
       "    model geometry and latencies: --l1d-size --l1d-assoc --l1d-lat --l1i-size --l1i-assoc\n"
       "      --l2-size --l2-assoc --l2-lat --slc-size --slc-assoc --slc-lat --dram-lat --peer-lat\n"
+      "      --split-penalty --fwd-lat --fwd-fail-penalty\n"
       "      --prefetch-distance --stride-distance --stride-max-lines --dtlb-entries\n"
       "      --itlb-entries --stlb-entries --stlb-assoc\n"
       "      --l1tlb-lat --l2tlb-lat --walk-lat --dispatch-width --rob --ls-queue --mshrs\n"
@@ -376,6 +419,8 @@ typedef struct {
    UChar obj_hint;  /* loads/stores: the annotated object hit last (a hint, validated) */
    UInt blk_hint;   /* loads/stores: the heap block slot hit last (a hint, validated) */
    SlDeps deps;     /* address / condition / target dependencies (bit i: SlThread.rdy[i]) */
+   SlDeps ddeps;    /* IT_STORE: the stored data's dependencies (store-to-load forwarding) */
+   SlSrc dsrc;      /* ddeps as sources */
    Addr pc, target, fallthrough;
    SlMemMemo memo;  /* loads/stores: where the replay found the line last (see sl_model.h) */
 } SlItem;
@@ -563,12 +608,15 @@ static void sb_finalize(SlSbDesc *d)
 {
    UInt n = 0, j;
    for (j = 0; j < d->n_exits; j++) order_writebacks(&d->exits[j], &d->wb[d->exits[j].wb_first]);
-   for (j = 0; j < d->n_items; j++) n += deps_count(d->items[j].deps);
+   for (j = 0; j < d->n_items; j++) n += deps_count(d->items[j].deps) + deps_count(d->items[j].ddeps);
    for (j = 0; j < d->n_wb; j++) n += deps_count(d->wb[j].deps);
    if (n > 0xffff) VG_(tool_panic)("spelunk: superblock too large (dependencies)");
    d->deps = VG_(malloc)("spelunk.sbdesc", n + 1);
    d->n_deps = 0;
-   for (j = 0; j < d->n_items; j++) d->items[j].src = deps_src(d, d->items[j].deps);
+   for (j = 0; j < d->n_items; j++) {
+      d->items[j].src = deps_src(d, d->items[j].deps);
+      d->items[j].dsrc = deps_src(d, d->items[j].ddeps);
+   }
    for (j = 0; j < d->n_wb; j++) d->wb[j].src = deps_src(d, d->wb[j].deps);
    d->wbr = VG_(malloc)("spelunk.sbdesc", (d->n_wb + 1) * sizeof(SlWbRun));
    for (j = 0; j < d->n_wb; j++) {
@@ -1290,6 +1338,7 @@ static SL_ALWAYS_INLINE void replay_mem(SlCore *c, SlItem *it, const UChar *dl, 
    m.store = store;
    m.subclass = it->sub;
    m.addr_ready = src_ready(&it->src, dl, rdy);
+   m.data_ready = store ? src_ready(&it->dsrc, dl, rdy) : 0;
    C = mem_op(c, &m, &lvl, &it->memo);
    if (it->ldslot >= 0) rdy[(UInt)it->ldslot] = C;
    if (n_objects) object_account_op(it, a, it->size, store, lvl);
@@ -1328,6 +1377,7 @@ static VG_REGPARM(2) void sl_flush(SlSbDesc *d, UWord k)
          m.store = False;
          m.subclass = SL_LS_GP;
          m.addr_ready = src_ready(&it->src, dl, rdy);
+         m.data_ready = 0;
          sl_prefetch(c, &m, (SlPrefetchTarget)it->sub);
          break;
       }
@@ -1999,6 +2049,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
          note_value_write(data);
          add_mem(sbOut, st->Ist.Store.addr, NULL, sizeofIRType(ty), True, ls_subclass(ty),
                  IRTemp_INVALID);
+         ins.items[ins.n_items - 1].ddeps = atom_mask(data);
          addStmtToIRSB(sbOut, st);
          break;
       }
@@ -2008,6 +2059,7 @@ static IRSB *sl_instrument(VgCallbackClosure *closure, IRSB *sbIn, const VexGues
          note_value_write(sg->data);
          add_mem(sbOut, sg->addr, sg->guard, sizeofIRType(ty), True, ls_subclass(ty),
                  IRTemp_INVALID);
+         ins.items[ins.n_items - 1].ddeps = atom_mask(sg->data);
          addStmtToIRSB(sbOut, st);
          break;
       }
@@ -2295,7 +2347,23 @@ static Bool sl_handle_client_request(ThreadId tid, UWord *arg, UWord *ret)
 static void sl_new_mem_mmap(Addr a, SizeT len, Bool rr, Bool ww, Bool xx, ULong di_handle)
 {
    (void)di_handle;
+   if (sys) sl_unmap(sys, a, len); /* a new mapping: its page sizes are decided anew */
    emit_segment_at(a, len, rr, ww, xx);
+}
+
+/* Whether [a, a + len) lies in the client's private anonymous mappings (transparent huge
+ * pages apply to those only; shared memory's own policy, shmem_enabled, is "never" by
+ * default): the model's SlSystem.anon_fn. */
+static Bool anon_range(void *ctx, Addr a, ULong len)
+{
+   Addr end = a + len;
+   (void)ctx;
+   while (a < end) {
+      NSegment const *seg = VG_(am_find_nsegment)(a);
+      if (!seg || seg->kind != SkAnonC) return False;
+      a = seg->end + 1;
+   }
+   return True;
 }
 
 static void sl_new_mem_brk(Addr a, SizeT len, ThreadId tid)
@@ -2306,6 +2374,7 @@ static void sl_new_mem_brk(Addr a, SizeT len, ThreadId tid)
 
 static void sl_die_mem_munmap(Addr a, SizeT len)
 {
+   if (sys) sl_unmap(sys, a, len);
    if (n_blk_live && len) blocks_unmap(a, len);
    if (!trace_enabled) return;
    slt_begin(&trace, SLT_MUNMAP);
@@ -2376,6 +2445,13 @@ static void sl_post_syscall(ThreadId tid, UInt syscallno, UWord *args, UInt nArg
       /* the program's own anonymous mappings (the allocator's are inside its blocks) */
       if (!sr_isError(res) && !th->in_alloc && (args[3] & VKI_MAP_ANONYMOUS))
          block_begin(tid, SL_ALLOC_MMAP, sr_Res(res), args[1], 0);
+      break;
+   case __NR_madvise:
+      /* MADV_HUGEPAGE / MADV_NOHUGEPAGE for the emulated THP policy; the host's answer does
+       * not matter (a host kernel without THP refuses them with EINVAL) unless the range is
+       * not mapped */
+      if (sys && (!sr_isError(res) || sr_Err(res) == VKI_EINVAL))
+         sl_madvise(sys, args[0], args[1], (UInt)args[2]);
       break;
    case __NR_prctl:
       if (args[0] == 15 /* PR_SET_NAME */) {
@@ -2470,6 +2546,7 @@ static void sl_post_clo_init(void)
       SlSink sink = {emit_sample, NULL};
       sys = sl_system_new(&cfg, &sink);
       sys->ready_fn = alu_ready;
+      sys->anon_fn = anon_range;
    }
    timeline_tq = (ULong)clo_timeline_us * (cfg.cpu_hz / 1000000ull) * SL_TQ;
    main_pid = VG_(getpid)();

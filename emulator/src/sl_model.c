@@ -105,6 +105,17 @@ void sl_config_default(SlConfig *c)
     * ~101 ns = 283 (load-to-use including the 1-cycle L1 DTLB lookup) */
    c->l1d_lat = 4; c->l2_lat = 14; c->slc_lat = 103; c->dram_lat = 283;
    c->peer_lat = 200;              /* assumed: between SLC and DRAM */
+   /* assumed: Arm's optimization guides (Cortex-A57's, as quoted; N1's not reached) list loads
+    * that cross a 64-byte line among the accesses that "reduce bandwidth or incur additional
+    * latency" without a figure; Cortex-A55's guide gives such splits 1 cycle */
+   c->split_penalty = 1;
+   /* assumed (no N1 figure found): a load that a store in the store buffer serves gets the
+    * data an L1D latency after the store has it; one forwarding cannot serve (it needs bytes
+    * of an older store or of the cache too: a partial overlap, a load wider than the store)
+    * waits until the store is written to L1D, then replays (its L1D access again) and pays
+    * N1's minimum pipeline refill, the 11 cycles of a mispredict */
+   c->fwd_lat = 4;
+   c->fwd_fail_penalty = 11;
    /* calibrated: bw_mem frd over 64 MB (DRAM) reads ~10.0 GB/s, [SPE methodology table 4.7] measured
     * 9.47 GB/s on N1 */
    c->prefetch_distance = 10;
@@ -113,7 +124,12 @@ void sl_config_default(SlConfig *c)
     * see MODEL.md "Prefetcher" */
    c->stride_distance = 12;
    c->stride_max_lines = 16;      /* assumed: below the 64-line (4 KB) stride of lat_mem_rd */
-   c->page_shift = 21;             /* 2 MB pages (transparent huge pages): cache-dominated plateaus */
+   /* 4 KB base pages, the arm64 Linux distributions' (assumed), with transparent huge pages
+    * where a program asks for them: madvise, Ubuntu's default since 18.04 (its kernel
+    * configuration CONFIG_TRANSPARENT_HUGEPAGE_MADVISE, [Ubuntu THP madvise]); MODEL.md
+    * "Translation" */
+   c->page_shift = 12;
+   c->thp = SL_THP_MADVISE;
    /* fully associative 48-entry L1 ITLB: [Arm N1 platform white paper]; 48-entry fully associative L1
     * DTLB and 1280-entry 5-way L2 TLB: [Cortex-A76 TRM §A5.2] (the core N1 derives from; N1's own TRM
     * was not reached) */
@@ -176,6 +192,7 @@ typedef struct {
    ULong cpu_hz;
    UInt l2_size, slc_size, slc_assoc, page_shift, slc_lat, dram_lat, max_cores;
    ULong midr; /* 0: the core's */
+   UInt thp;   /* SL_THP_* */
 } SlPlatform;
 
 static const SlPlatform sl_platforms[] = {
@@ -183,15 +200,18 @@ static const SlPlatform sl_platforms[] = {
     * SLC (28.8 ns) and Graviton4's SLC and DRAM (21.2 and 110.0 ns) are pointer-chase
     * measurements, the others N1's 36.6 and 101 ns (assumed). Cobalt 100's 3.4 GHz: [Arm LP
     * Cobalt 100]; N1SDP's 2.6 GHz: [Arm SCP firmware N1SDP] (the cores' initial rate). */
-   {"graviton2", "neoverse-n1", 2500000000ull, 1u << 20, 32u << 20, 16, 12, 72, 203, 64, 0},
-   {"graviton3", "neoverse-v1", 2600000000ull, 1u << 20, 32u << 20, 16, 12, 95, 263, 64, 0},
-   {"graviton4", "neoverse-v2", 2800000000ull, 2u << 20, 36u << 20, 18, 12, 59, 308, 96, 0},
-   {"grace", "neoverse-v2", 2600000000ull, 1u << 20, 117u << 20, 117, 16, 95, 263, 72, 0},
+   {"graviton2", "neoverse-n1", 2500000000ull, 1u << 20, 32u << 20, 16, 12, 72, 203, 64, 0, SL_THP_MADVISE},
+   {"graviton3", "neoverse-v1", 2600000000ull, 1u << 20, 32u << 20, 16, 12, 95, 263, 64, 0, SL_THP_MADVISE},
+   {"graviton4", "neoverse-v2", 2800000000ull, 2u << 20, 36u << 20, 18, 12, 59, 308, 96, 0, SL_THP_MADVISE},
+   {"grace", "neoverse-v2", 2600000000ull, 1u << 20, 117u << 20, 117, 16, 95, 263, 72, 0, SL_THP_MADVISE},
    {"cobalt100", "neoverse-n2", 3400000000ull, 1u << 20, 64u << 20, 16, 12, 124, 343, 128,
-    0x6d0fd493ull},
-   {"altra", "neoverse-n1", 3000000000ull, 1u << 20, 32u << 20, 16, 12, 110, 303, 80, 0},
-   /* the stride case study's platform of [N1 PMU methodology]: latencies kept in cycles */
-   {"n1sdp", "neoverse-n1", 2600000000ull, 1u << 20, 8u << 20, 16, 12, 103, 283, 4, 0},
+    0x6d0fd493ull, SL_THP_MADVISE},
+   {"altra", "neoverse-n1", 3000000000ull, 1u << 20, 32u << 20, 16, 12, 110, 303, 80, 0, SL_THP_MADVISE},
+   /* the stride case study's platform of [N1 PMU methodology]: latencies kept in cycles.
+    * THP policies: madvise everywhere, Ubuntu's default ([Ubuntu THP madvise]) and Azure
+    * Linux's on arm64 ([Azure Linux THP madvise], for Cobalt 100); assumed for the others.
+    * Base pages: 4 KB, 64 KB on Grace (MODEL.md "Platforms") */
+   {"n1sdp", "neoverse-n1", 2600000000ull, 1u << 20, 8u << 20, 16, 12, 103, 283, 4, 0, SL_THP_MADVISE},
 };
 
 #define SL_NELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -252,6 +272,7 @@ const HChar *sl_config_preset(SlConfig *c, const HChar *platform, const HChar *c
       c->slc_size = p->slc_size;
       c->slc_assoc = p->slc_assoc;
       c->page_shift = p->page_shift;
+      c->thp = p->thp;
       c->slc_lat = p->slc_lat;
       c->dram_lat = p->dram_lat;
       c->max_cores = p->max_cores;
@@ -288,6 +309,12 @@ const HChar *sl_config_check(SlConfig *c)
       return "latencies must grow with the level";
    if (c->peer_lat < c->l2_lat) return "peer-core latency must be at least the L2 latency";
    if (c->page_shift < 12 || c->page_shift > 30) return "page size out of range";
+   if (c->thp > SL_THP_ALWAYS) return "unknown THP policy";
+   /* transparent huge pages are the translation granule's level-2 blocks (a table holds
+    * page / 8 descriptors, Arm ARM VMSAv8-64): 2 MB with 4 KB pages, 32 MB with 16 KB, 512 MB
+    * with 64 KB; other base page sizes have none */
+   c->huge_shift = (c->page_shift == 12 || c->page_shift == 14 || c->page_shift == 16)
+                      ? 2 * c->page_shift - 3 : 0;
    if (c->l1dtlb_entries == 0 || c->l1itlb_entries == 0) return "TLB sizes must be > 0";
    if (c->l2tlb_assoc == 0 || !is_pow2(c->l2tlb_entries / c->l2tlb_assoc))
       return "L2 TLB sets must be a power of two";
@@ -299,6 +326,22 @@ const HChar *sl_config_check(SlConfig *c)
    c->spe_interval &= ~255u; /* PMSIRR_EL1.INTERVAL is in units of 256 ([SPE methodology §4.2.4]) */
    if (c->spe_counter_bits < 8 || c->spe_counter_bits > 16) return "counter width out of range";
    return NULL;
+}
+
+const HChar *sl_thp_name(UInt thp)
+{
+   return thp == SL_THP_NEVER ? "never" : thp == SL_THP_ALWAYS ? "always" : "madvise";
+}
+
+Bool sl_thp_parse(const HChar *name, UInt *thp)
+{
+   UInt i;
+   for (i = SL_THP_NEVER; i <= SL_THP_ALWAYS; i++)
+      if (SL_STRCMP(name, sl_thp_name(i)) == 0) {
+         *thp = i;
+         return True;
+      }
+   return False;
 }
 
 ULong sl_spe_interval_x2(const SlConfig *c)
@@ -537,6 +580,10 @@ SlSystem *sl_system_new(const SlConfig *cfg, const SlSink *sink)
    s->pt_cap = 1 << 12;
    s->pt_vpn = SL_CALLOC(s->pt_cap, sizeof(Addr));
    s->pt_pfn = SL_CALLOC(s->pt_cap, sizeof(Addr));
+   s->next_pa = cfg->dram_pa_base;
+   s->rg_cap = 1 << 8;
+   s->rg_key = SL_CALLOC(s->rg_cap, sizeof(Addr));
+   s->rg_state = SL_CALLOC(s->rg_cap, 1);
    s->disp_tq = SL_TQ / cfg->dispatch_width;
    return s;
 }
@@ -557,6 +604,9 @@ static ULong next_interval(SlCore *c)
    if (cfg->spe_jitter) iv += rng_next(&c->rng) % 255u;
    return iv;
 }
+
+/* The entry last_tlbe points to before the first translation: it translates nothing. */
+static SlTlbEntry tlb_none = {0, 0, ~(Addr)0, 0};
 
 SlCore *sl_core(SlSystem *s, UInt id)
 {
@@ -587,7 +637,7 @@ SlCore *sl_core(SlSystem *s, UInt id)
    c->btb = SL_CALLOC(cfg->btb_entries, sizeof(Addr));
    c->ras = SL_CALLOC(cfg->ras_entries, sizeof(Addr));
    c->rng = cfg->seed * 2654435761u + id * 40503u + 1u;
-   c->last_vpn[0] = c->last_vpn[1] = ~(Addr)0;
+   c->last_tlbe[0] = c->last_tlbe[1] = &tlb_none;
    for (i = 0; i < 4; i++) c->imemo[i].va_line = ~(Addr)0;
    c->next_sample = next_interval(c);
    s->cores[id] = c;
@@ -629,7 +679,8 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
    out[SL_C_MEM_ACCESS] = c->c[SL_C_MEM_ACCESS_RD] + c->c[SL_C_MEM_ACCESS_WR];
    out[SL_C_LD_SPEC] = c->c[SL_C_MEM_ACCESS_RD];
    out[SL_C_ST_SPEC] = c->c[SL_C_MEM_ACCESS_WR];
-   out[SL_C_L1D_CACHE] = out[SL_C_MEM_ACCESS];
+   /* (plus the second look-ups of line-crossing accesses, counted in c[SL_C_L1D_CACHE]) */
+   out[SL_C_L1D_CACHE] = out[SL_C_MEM_ACCESS] + c->c[SL_C_L1D_CACHE];
    out[SL_C_L1D_TLB] = out[SL_C_MEM_ACCESS];
    out[SL_C_L1I_TLB] = c->c[SL_C_L1I_CACHE]; /* every fetched line is translated */
    out[SL_T_ST_OPS] = c->c[SL_C_MEM_ACCESS_WR];
@@ -657,13 +708,12 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS])
 /* ------------------------------------------------------------------------------------------ */
 /* page table and TLBs                                                                        */
 
-static Addr pt_lookup(SlSystem *s, Addr vpn)
+static Addr pt_lookup(SlSystem *s, Addr tag, UInt sh)
 {
-   ULong mask = s->pt_cap - 1, i = (vpn * 0x9e3779b97f4a7c15ull) >> 20;
-   Addr key = vpn + 1;
+   ULong mask = s->pt_cap - 1, i = (tag * 0x9e3779b97f4a7c15ull) >> 20;
    for (;; i++) {
       i &= mask;
-      if (s->pt_vpn[i] == key) return s->pt_pfn[i];
+      if (s->pt_vpn[i] == tag) return s->pt_pfn[i];
       if (s->pt_vpn[i] == 0) break;
    }
    if ((s->pt_used + 1) * 2 > s->pt_cap) {
@@ -676,7 +726,7 @@ static Addr pt_lookup(SlSystem *s, Addr vpn)
       s->pt_used = 0;
       for (j = 0; j < oc; j++) {
          if (ov[j]) {
-            ULong k = ((ov[j] - 1) * 0x9e3779b97f4a7c15ull) >> 20;
+            ULong k = (ov[j] * 0x9e3779b97f4a7c15ull) >> 20;
             for (;; k++) {
                k &= s->pt_cap - 1;
                if (s->pt_vpn[k] == 0) break;
@@ -688,66 +738,259 @@ static Addr pt_lookup(SlSystem *s, Addr vpn)
       }
       SL_FREE(ov);
       SL_FREE(op);
-      return pt_lookup(s, vpn);
+      return pt_lookup(s, tag, sh);
    }
-   /* first touch: physical frames are handed out in order from the DRAM base */
-   s->pt_vpn[i] = key;
-   s->pt_pfn[i] = (s->cfg.dram_pa_base >> s->cfg.page_shift) + s->next_pfn++;
+   /* first touch: physical memory is handed out in order from the DRAM base, each page
+    * aligned to its size (with one page size, frame after frame) */
+   s->next_pa = (s->next_pa + (1ull << sh) - 1) & ~((1ull << sh) - 1);
+   s->pt_vpn[i] = tag;
+   s->pt_pfn[i] = s->next_pa;
+   s->next_pa += 1ull << sh;
    s->pt_used++;
    return s->pt_pfn[i];
 }
 
+/* ---- page sizes: transparent huge pages (MODEL.md "Translation") */
+
+#define SL_RG_BASE 1u  /* the region has base pages */
+#define SL_RG_HUGE 2u  /* the region is one huge page */
+#define SL_RG_FRESH 3u /* mapped anew since its pages were used: decided again, as if unused */
+
+/* Whether page tag has a frame (was used). */
+static Bool pt_has(const SlSystem *s, Addr tag)
+{
+   ULong mask = s->pt_cap - 1, i = (tag * 0x9e3779b97f4a7c15ull) >> 20;
+   for (;; i++) {
+      i &= mask;
+      if (s->pt_vpn[i] == tag) return True;
+      if (s->pt_vpn[i] == 0) return False;
+   }
+}
+
+struct SlAdvice {
+   Addr start, end; /* [start, end) */
+   UInt advice;     /* SL_MADV_* */
+};
+
+/* The slot of region r (+1 as the key) in the region table, or of the empty slot where it
+ * goes. */
+static ULong rg_slot(const SlSystem *s, Addr key)
+{
+   ULong mask = s->rg_cap - 1, i = (key * 0x9e3779b97f4a7c15ull) >> 24;
+   for (;; i++) {
+      i &= mask;
+      if (s->rg_key[i] == key || s->rg_key[i] == 0) return i;
+   }
+}
+
+static void rg_set(SlSystem *s, Addr key, UChar st)
+{
+   ULong i;
+   if ((s->rg_used + 1) * 2 > s->rg_cap) {
+      ULong oc = s->rg_cap, j;
+      Addr *ok = s->rg_key;
+      UChar *os = s->rg_state;
+      s->rg_cap *= 2;
+      s->rg_key = SL_CALLOC(s->rg_cap, sizeof(Addr));
+      s->rg_state = SL_CALLOC(s->rg_cap, 1);
+      for (j = 0; j < oc; j++)
+         if (ok[j]) {
+            ULong k = rg_slot(s, ok[j]);
+            s->rg_key[k] = ok[j];
+            s->rg_state[k] = os[j];
+         }
+      SL_FREE(ok);
+      SL_FREE(os);
+   }
+   i = rg_slot(s, key);
+   if (s->rg_key[i] == 0) s->rg_used++;
+   s->rg_key[i] = key;
+   s->rg_state[i] = st;
+}
+
+/* Whether region [a, a + len) may have a huge page: THP's policy, the madvise calls that
+ * covered it (a later call overrides an earlier one; MADV_NOHUGEPAGE on any part of it
+ * keeps it on base pages, as the kernel splits the mapping there) and the mapping (anonymous,
+ * covering the whole region). */
+static Bool rg_eligible(SlSystem *s, Addr a, ULong len)
+{
+   const SlConfig *cfg = &s->cfg;
+   Addr end = a + len;
+   UInt st = 0, i;
+   for (i = 0; i < cfg->n_huge_ranges; i++)
+      if (cfg->huge_lo[i] <= a && end <= cfg->huge_hi[i]) return True; /* (the knob) */
+   for (i = 0; i < s->n_adv; i++) {
+      const struct SlAdvice *v = &s->adv[i];
+      if (v->end <= a || v->start >= end) continue;
+      if (v->advice == SL_MADV_NOHUGEPAGE) st = SL_MADV_NOHUGEPAGE;
+      else if (v->start <= a && v->end >= end) st = v->advice;
+   }
+   if (st == SL_MADV_NOHUGEPAGE) return False;
+   if (cfg->thp == SL_THP_NEVER || (cfg->thp == SL_THP_MADVISE && st != SL_MADV_HUGEPAGE))
+      return False;
+   return s->anon_fn ? s->anon_fn(s->anon_ctx, a, len) : True;
+}
+
+UInt sl_page_shift_of(SlSystem *s, Addr va)
+{
+   const SlConfig *cfg = &s->cfg;
+   UInt hs = cfg->huge_shift;
+   Addr key;
+   ULong i;
+   UChar st;
+   if (hs == 0 || ((cfg->thp == SL_THP_NEVER || (cfg->thp == SL_THP_MADVISE && !s->n_adv_huge)) &&
+                   cfg->n_huge_ranges == 0))
+      return cfg->page_shift; /* (no region can have a huge page) */
+   key = (va >> hs) + 1;
+   if (key == s->rg_memo) return s->rg_memo_shift;
+   i = rg_slot(s, key);
+   st = s->rg_key[i] == key ? s->rg_state[i] : 0;
+   if (st == 0 || st == SL_RG_FRESH) {
+      /* the first use decides, as the kernel's page fault does: a region with base pages in
+       * use already keeps them (those used before a madvise: khugepaged's later collapse is
+       * not modelled) */
+      Addr a = (key - 1) << hs, p;
+      Bool huge = rg_eligible(s, a, 1ull << hs);
+      for (p = a; huge && st == 0 && p < a + (1ull << hs); p += 1ull << cfg->page_shift)
+         if (pt_has(s, p | 1u)) huge = False;
+      st = huge ? SL_RG_HUGE : SL_RG_BASE;
+      rg_set(s, key, st);
+   }
+   s->rg_memo = key;
+   s->rg_memo_shift = st == SL_RG_HUGE ? hs : cfg->page_shift;
+   return s->rg_memo_shift;
+}
+
+void sl_madvise(SlSystem *s, Addr a, ULong len, UInt advice)
+{
+   if ((advice != SL_MADV_HUGEPAGE && advice != SL_MADV_NOHUGEPAGE) || len == 0) return;
+   if (s->n_adv == s->cap_adv) {
+      struct SlAdvice *n;
+      s->cap_adv = s->cap_adv ? 2 * s->cap_adv : 16;
+      n = SL_CALLOC(s->cap_adv, sizeof *n);
+      if (s->n_adv) SL_MEMMOVE(n, s->adv, s->n_adv * sizeof *n);
+      if (s->adv) SL_FREE(s->adv);
+      s->adv = n;
+   }
+   s->adv[s->n_adv].start = a;
+   s->adv[s->n_adv].end = a + len;
+   s->adv[s->n_adv].advice = advice;
+   s->n_adv++;
+   if (advice == SL_MADV_HUGEPAGE) s->n_adv_huge++;
+}
+
+static void tlb_flush(SlTlb *t)
+{
+   SL_MEMSET(t->e, 0, (ULong)t->sets * t->assoc * sizeof(SlTlbEntry));
+}
+
+void sl_unmap(SlSystem *s, Addr a, ULong len)
+{
+   UInt hs = s->cfg.huge_shift, i, j;
+   Addr end = a + len, r;
+   Bool huge = False;
+   if (len == 0) return;
+   /* the advice of the ranges inside it goes with the mapping */
+   for (i = j = 0; i < s->n_adv; i++) {
+      if (s->adv[i].start >= a && s->adv[i].end <= end) {
+         if (s->adv[i].advice == SL_MADV_HUGEPAGE) s->n_adv_huge--;
+         continue;
+      }
+      s->adv[j++] = s->adv[i];
+   }
+   s->n_adv = j;
+   s->rg_memo = 0;
+   if (hs == 0 || (s->cfg.thp == SL_THP_NEVER && s->cfg.n_huge_ranges == 0)) return;
+   /* its regions are decided again at their next use, their earlier pages forgotten; a huge
+    * page there is gone from every TLB (the kernel's shootdown) */
+   if (((end - 1) >> hs) - (a >> hs) < s->rg_cap) {
+      for (r = a >> hs; r <= (end - 1) >> hs; r++) {
+         ULong k = rg_slot(s, r + 1);
+         if (s->rg_key[k] == r + 1 && s->rg_state[k] == SL_RG_HUGE) huge = True;
+         rg_set(s, r + 1, SL_RG_FRESH);
+      }
+   } else {
+      /* (a range of more regions than the table holds: the regions in the table) */
+      ULong k;
+      for (k = 0; k < s->rg_cap; k++) {
+         r = s->rg_key[k] - 1;
+         if (s->rg_key[k] == 0 || r < a >> hs || r > (end - 1) >> hs) continue;
+         if (s->rg_state[k] == SL_RG_HUGE) huge = True;
+         s->rg_state[k] = SL_RG_FRESH;
+      }
+   }
+   if (!huge) return;
+   for (i = 0; i < s->n_cores_alloc; i++) {
+      SlCore *c = s->cores[i];
+      if (!c) continue;
+      tlb_flush(&c->dtlb);
+      tlb_flush(&c->itlb);
+      tlb_flush(&c->stlb);
+   }
+}
+
+/* The page holding va: its size (shift) and tag (virtual address | 1). */
+static inline Addr page_tag(SlSystem *s, Addr va, UInt *sh)
+{
+   *sh = sl_page_shift_of(s, va);
+   return (va & ~((1ull << *sh) - 1)) | 1u;
+}
+
 Addr sl_translate_pa(SlSystem *s, Addr va)
 {
-   UInt sh = s->cfg.page_shift;
-   return (pt_lookup(s, va >> sh) << sh) | (va & ((1ull << sh) - 1));
+   UInt sh;
+   Addr tag = page_tag(s, va, &sh);
+   return pt_lookup(s, tag, sh) | (va & ((1ull << sh) - 1));
 }
 
-/* The utlb memo slot of a page. */
-static inline UInt utlb_slot(Addr vpn) { return (UInt)vpn & (SL_UTLB - 1); }
-
-/* Set-associative TLB with true LRU (fully associative when sets == 1). Recent hits are
- * remembered so a fully associative lookup rarely scans. */
-static inline Bool tlb_lookup(SlTlb *t, Addr vpn, Addr *pfn)
+/* The utlb memo slot of an address (its base page's). */
+static inline UInt utlb_slot(const SlConfig *cfg, Addr va)
 {
-   UInt base = (UInt)(vpn & t->set_mask) * t->assoc, w;
-   Addr key = vpn + 1;
+   return (UInt)(va >> cfg->page_shift) & (SL_UTLB - 1);
+}
+
+/* Set-associative TLB with true LRU (fully associative when sets == 1), indexed by the page
+ * number idx (va >> page shift) of the page whose tag is looked up. Recent hits are
+ * remembered so a fully associative lookup rarely scans. */
+static inline SlTlbEntry *tlb_lookup(SlTlb *t, Addr tag, Addr idx)
+{
+   UInt base = (UInt)(idx & t->set_mask) * t->assoc, w;
    for (w = 0; w < 4; w++) {
       SlTlbEntry *e = &t->e[t->hint[w]];
-      if (e->vpn == key) {
-         UInt idx = t->hint[w];
+      if (e->tag == tag) {
+         UInt hi = t->hint[w];
          e->lru = ++t->clock;
-         *pfn = e->pfn;
          /* make it the newest hint */
          t->hint[w] = t->hint[(t->hint_pos - 1) & 3];
-         t->hint[(t->hint_pos - 1) & 3] = idx;
-         return True;
+         t->hint[(t->hint_pos - 1) & 3] = hi;
+         return e;
       }
    }
    for (w = 0; w < t->assoc; w++) {
       SlTlbEntry *e = &t->e[base + w];
-      if (e->vpn == key) {
+      if (e->tag == tag) {
          e->lru = ++t->clock;
-         *pfn = e->pfn;
          t->hint[t->hint_pos++ & 3] = base + w;
-         return True;
+         return e;
       }
    }
-   return False;
+   return NULL;
 }
 
-static inline void tlb_insert(SlTlb *t, Addr vpn, Addr pfn)
+static inline SlTlbEntry *tlb_insert(SlTlb *t, Addr tag, Addr idx, Addr pa, Addr mask)
 {
-   UInt base = (UInt)(vpn & t->set_mask) * t->assoc, w, v = base;
+   UInt base = (UInt)(idx & t->set_mask) * t->assoc, w, v = base;
    for (w = 0; w < t->assoc; w++) {
       SlTlbEntry *e = &t->e[base + w];
-      if (e->vpn == 0) { v = base + w; break; }
+      if (e->tag == 0) { v = base + w; break; }
       if (e->lru < t->e[v].lru) v = base + w;
    }
-   t->e[v].vpn = vpn + 1;
-   t->e[v].pfn = pfn;
+   t->e[v].tag = tag;
+   t->e[v].pa = pa;
+   t->e[v].mask = mask;
    t->e[v].lru = ++t->clock;
    t->hint[t->hint_pos++ & 3] = v;
+   return &t->e[v];
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -968,33 +1211,38 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
 {
    SlSystem *s = c->sys;
    const SlConfig *cfg = &s->cfg;
-   UInt sh = cfg->page_shift;
-   Addr vpn = va >> sh, pfn;
+   SlTlb *l1 = instr ? &c->itlb : &c->dtlb;
+   SlTlbEntry *e = c->last_tlbe[instr];
+   UInt sh;
+   Addr tag, idx;
    *xlat = cfg->l1tlb_lat;
    /* (L1I_TLB, the instruction-side look-ups, is derived from L1I_CACHE: every fetched line
     * is translated; see sl_core_counters) */
-   if (vpn == c->last_vpn[instr] && c->last_tlbe[instr]->vpn == vpn + 1) {
+   if (sl_tlbe_maps(e, va)) {
       /* same page as the previous access of this side: an L1 TLB hit */
-      SlTlb *t = instr ? &c->itlb : &c->dtlb;
-      c->last_tlbe[instr]->lru = ++t->clock;
-      return (c->last_tlbe[instr]->pfn << sh) | (va & ((1ull << sh) - 1));
+      e->lru = ++l1->clock;
+      return e->pa | (va & e->mask);
    }
-   {
-      SlTlbEntry *e = c->utlb[instr][utlb_slot(vpn)];
-      if (e && e->vpn == vpn + 1) {
-         /* a recently used page still in the L1 TLB: a hit */
-         SlTlb *t = instr ? &c->itlb : &c->dtlb;
-         e->lru = ++t->clock;
-         c->last_vpn[instr] = vpn;
-         c->last_tlbe[instr] = e;
-         return (e->pfn << sh) | (va & ((1ull << sh) - 1));
-      }
+   e = c->utlb[instr][utlb_slot(cfg, va)];
+   if (e && sl_tlbe_maps(e, va)) {
+      /* a recently used page still in the L1 TLB: a hit */
+      e->lru = ++l1->clock;
+      c->last_tlbe[instr] = e;
+      return e->pa | (va & e->mask);
    }
-   if (!tlb_lookup(instr ? &c->itlb : &c->dtlb, vpn, &pfn)) {
+   tag = page_tag(s, va, &sh);
+   idx = va >> sh;
+   e = tlb_lookup(l1, tag, idx);
+   if (!e) {
+      SlTlbEntry *e2;
+      Addr pa;
       c->c[instr ? SL_C_L1I_TLB_REFILL : SL_C_L1D_TLB_REFILL]++;
       c->c[SL_C_L2D_TLB]++;
       *xlat += cfg->l2tlb_lat;
-      if (!tlb_lookup(&c->stlb, vpn, &pfn)) {
+      e2 = tlb_lookup(&c->stlb, tag, idx);
+      if (e2) {
+         pa = e2->pa;
+      } else {
          ULong ready;
          UInt pev = 0;
          SlLevel pl;
@@ -1002,23 +1250,20 @@ static Addr translate(SlCore *c, Addr va, Bool instr, ULong t, UInt *xlat, UInt 
          c->c[SL_C_L2D_TLB_REFILL]++;
          c->c[instr ? SL_C_ITLB_WALK : SL_C_DTLB_WALK]++;
          *ev |= SL_EV_TLB_WALK;
-         pfn = pt_lookup(s, vpn);
-         /* the leaf descriptor is fetched through L2 (8-byte descriptors, 8 per line) */
-         pte_line = (cfg->pt_pa_base + vpn * 8) >> SL_LINE_SHIFT;
+         pa = pt_lookup(s, tag, sh);
+         /* the leaf descriptor is fetched through L2 (8-byte descriptors, 8 per line); a huge
+          * page's block descriptors are in a table of their own */
+         pte_line = (cfg->pt_pa_base + (sh == cfg->page_shift ? 0 : 1ull << 40) + idx * 8) >>
+                    SL_LINE_SHIFT;
          pl = l2_access(c, pte_line, False, False, False, t, &ready, &pev, NULL);
          *xlat += cfg->walk_lat + lvl_latency(cfg, pl);
-         tlb_insert(&c->stlb, vpn, pfn);
+         tlb_insert(&c->stlb, tag, idx, pa, (1ull << sh) - 1);
       }
-      tlb_insert(instr ? &c->itlb : &c->dtlb, vpn, pfn);
+      e = tlb_insert(l1, tag, idx, pa, (1ull << sh) - 1);
    }
-   {
-      SlTlb *t = instr ? &c->itlb : &c->dtlb;
-      c->last_vpn[instr] = vpn;
-      c->last_tlbe[instr] = &t->e[t->hint[(t->hint_pos - 1) & 3]];
-      if (c->last_tlbe[instr]->vpn != vpn + 1) c->last_vpn[instr] = ~(Addr)0;
-      else c->utlb[instr][utlb_slot(vpn)] = c->last_tlbe[instr];
-   }
-   return (pfn << sh) | (va & ((1ull << sh) - 1));
+   c->last_tlbe[instr] = e;
+   c->utlb[instr][utlb_slot(cfg, va)] = e;
+   return e->pa | (va & e->mask);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1078,11 +1323,24 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
    UInt i;
    if (!cfg->prefetch_distance) return;
    c->stream_clock++;
-   /* streams are tracked in a direct-mapped table indexed by the 4 KB region */
-   st = &c->streams[(page ^ (page >> 4)) & (SL_NSTREAMS - 1)];
-   (void)lru;
-   (void)i;
+   /* a bounded table of SL_NSTREAMS streams, fully associative, one per 4 KB region, the least
+    * recently used replaced (MODEL.md "Prefetcher"); the last hit is checked first */
+   st = &c->streams[c->last_stream];
    if (st->page != page) {
+      st = NULL;
+      for (i = 0; i < SL_NSTREAMS; i++) {
+         SlStream *e = &c->streams[i];
+         if (e->page == page) {
+            st = e;
+            break;
+         }
+         if (e->lru < lru->lru) lru = e;
+      }
+      if (st) c->last_stream = i;
+   }
+   if (!st) {
+      st = lru;
+      c->last_stream = (UInt)(st - c->streams);
       st->page = page;
       st->last = (Long)line;
       st->next = (Long)line + 1;
@@ -1474,6 +1732,70 @@ static SL_NOINLINE void mem_sample(SlCore *c, const SlMemOp *m, Addr pa, UInt xl
    spe_record(c, &smp, D, C, !m->store, m->store, False);
 }
 
+/* The second line of an access that crosses a 64-byte line (MODEL.md "Timing"): its own
+ * translation (it may be on the next page), L1D look-up and fill on a miss, and half a cycle
+ * of dispatch (the access is made twice); returns when that line's part is there, plus the split
+ * penalty; *lvl gets the level that supplied it. */
+static SL_NOINLINE ULong line_split(SlCore *c, const SlMemOp *m, ULong I, SlLevel *lvl,
+                                    UInt *ev)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   Addr va2 = (m->va | (SL_LINE - 1)) + 1, line2;
+   ULong Imem2, l1ready2, ready;
+   UInt xlat;
+   Int f;
+   line2 = translate(c, va2, False, I, &xlat, ev) >> SL_LINE_SHIFT;
+   Imem2 = I + (ULong)xlat * SL_TQ;
+   l1ready2 = Imem2 + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ;
+   c->c[SL_C_L1D_CACHE]++; /* the second look-up (sl_core_counters adds it) */
+   /* the second access takes a load/store pipe cycle: half a cycle of dispatch (N1's two
+    * load/store pipes, assumed; the guides count a split as two accesses' bandwidth) */
+   c->t += SL_TQ / 2;
+   f = cache_find(&c->l1d, line2);
+   if (f >= 0) {
+      SlLine *l = &c->l1d.lines[f];
+      cache_touch(&c->l1d, (UInt)f);
+      ready = MAX(l1ready2, l->ready);
+      if (SL_UNLIKELY(l->flags & SL_LF_PREFETCHED))
+         *ev |= l1_first_use(c, l, line2, m->store, m->pc, va2, I, l1ready2);
+      if (m->store && l->state != SL_M)
+         ready = MAX(ready, Imem2 + (ULong)l1_store_own(c, l, line2) * SL_TQ);
+      *lvl = SL_LVL_L1D;
+   } else {
+      (void)l1_miss(c, line2, m->store, m->pc, va2, I, Imem2, &ready, ev, lvl);
+   }
+   return ready + (ULong)cfg->split_penalty * SL_TQ;
+}
+
+/* Store-to-load forwarding (MODEL.md "Timing"): the slot of an 8-byte chunk. */
+static inline UInt fwd_slot(Addr a) { return (UInt)(a >> 3) & (SL_NFWD - 1); }
+
+/* Files a store under the chunks it writes. */
+static SL_ALWAYS_INLINE void fwd_file(SlCore *c, Addr va, UInt size, ULong data_ready, ULong written)
+{
+   Addr a, last = (va + (size ? size : 1) - 1) >> 3;
+   UInt n = 0;
+   for (a = va >> 3; a <= last && n < SL_NFWD; a++, n++) {
+      SlFwd *f = &c->fwd[(UInt)a & (SL_NFWD - 1)];
+      f->va = va;
+      f->size = size;
+      f->data_ready = data_ready;
+      f->written = written;
+   }
+}
+
+/* A load issued at I whose bytes [va, va + size) a store not yet written (filed in slot f)
+ * overlaps: returns when its value is there instead of `ready`. */
+static SL_NOINLINE ULong fwd_load(SlCore *c, const SlFwd *f, Addr va, UInt size, ULong l1ready,
+                                  ULong ready)
+{
+   const SlConfig *cfg = &c->sys->cfg;
+   if (f->va <= va && va + size <= f->va + f->size) /* forwarded */
+      return MAX(l1ready, f->data_ready + (ULong)cfg->fwd_lat * SL_TQ);
+   /* it needs other bytes too: after the store's write, the load again and the replay */
+   return MAX(ready, f->written + (ULong)(cfg->l1d_lat + cfg->fwd_fail_penalty) * SL_TQ);
+}
+
 /* Dispatches memory op *n (the next op): after the op rob_size earlier retired, the memory op
  * ls_issue_queue earlier issued and (stores) the store store_buffer earlier drained. Returns the
  * dispatch time; *sel: selected for sampling; *pos: its issue-queue slot. */
@@ -1499,11 +1821,11 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    const SlConfig *cfg = &c->sys->cfg;
    const Bool store = m->store;
    const Addr va = m->va;
-   const UInt psh = cfg->page_shift, Q = cfg->ls_issue_queue;
+   const UInt Q = cfg->ls_issue_queue;
    ULong n, D, I, Imem, l1ready, C, ready, retire;
    UInt xlat, ev = SL_EV_RETIRED | SL_EV_TLB_ACCESS, rh, li, pos;
    Bool sel;
-   Addr pa, line, vpn;
+   Addr pa, line;
    SlLevel lvl = SL_LVL_L1D;
    SlTlbEntry *te;
    SlLine *l;
@@ -1515,30 +1837,29 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
    I = MAX(D, m->addr_ready);
    c->iq[pos] = I;
    c->iq_pos = pos + 1 == Q ? 0 : pos + 1;
-   vpn = va >> psh;
    Imem = I + (ULong)cfg->l1tlb_lat * SL_TQ;
    l1ready = Imem + (ULong)(cfg->l1d_lat - cfg->l1tlb_lat) * SL_TQ;
    if (memo && SL_LIKELY(memo->core == c && memo->vline == va >> SL_LINE_SHIFT &&
-                         memo->te->vpn == vpn + 1 &&
+                         sl_tlbe_maps(memo->te, va) &&
                          c->l1d.tags[memo->way] == memo->line + 1)) {
       /* the line this instruction accessed last, through the same L1 TLB entry and L1D way:
        * the hits below, as the look-ups would find them */
       te = memo->te;
       te->lru = ++c->dtlb.clock;
       xlat = cfg->l1tlb_lat;
-      pa = (te->pfn << psh) | (va & ((1ull << psh) - 1));
+      pa = te->pa | (va & te->mask);
       line = memo->line;
       li = memo->way;
       c->c[store ? SL_C_MEM_ACCESS_WR : SL_C_MEM_ACCESS_RD]++;
       memo = NULL; /* (it stays as it is) */
       goto l1_hit;
    }
-   te = c->utlb[0][utlb_slot(vpn)];
-   if (SL_LIKELY(te && te->vpn == vpn + 1)) {
-      /* (last_vpn/last_tlbe, translate()'s own shortcut, are validated there: not updated) */
+   te = c->utlb[0][utlb_slot(cfg, va)];
+   if (SL_LIKELY(te && sl_tlbe_maps(te, va))) {
+      /* (last_tlbe, translate()'s own shortcut, is validated there: not updated) */
       te->lru = ++c->dtlb.clock;
       xlat = cfg->l1tlb_lat;
-      pa = (te->pfn << psh) | (va & ((1ull << psh) - 1));
+      pa = te->pa | (va & te->mask);
    } else {
       /* the rare paths get copies of the locals they update, so the locals' addresses do not
        * escape and they stay in registers */
@@ -1603,11 +1924,43 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       memo->way = li;
    }
 
+   if (SL_UNLIKELY((va & (SL_LINE - 1)) + m->size > SL_LINE)) {
+      /* it crosses a line: the second line too (the op completes when both are there) */
+      SlLevel lv2 = SL_LVL_L1D;
+      UInt e2 = ev | SL_EV_ALIGNMENT;
+      ULong r2 = line_split(c, m, I, &lv2, &e2);
+      ev = e2;
+      if (r2 > ready) ready = r2;
+      if (lv2 > lvl) lvl = lv2; /* (the farther level supplied the op) */
+   }
+   if (SL_UNLIKELY(cfg->n_l1_pcs) && !store) {
+      /* the knob: this load's data as if in L1D */
+      UInt k;
+      for (k = 0; k < cfg->n_l1_pcs; k++)
+         if (m->pc >= cfg->l1_pc_lo[k] && m->pc < cfg->l1_pc_hi[k]) {
+            ready = l1ready;
+            lvl = SL_LVL_L1D;
+         }
+   }
+   if (!store) {
+      /* a store still in the store buffer with some of its bytes (youngest per chunk) */
+      const SlFwd *f = &c->fwd[fwd_slot(va)];
+      const Addr end = va + m->size;
+      if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size)) {
+         ready = fwd_load(c, f, va, m->size, l1ready, ready);
+      } else if (SL_UNLIKELY(((va ^ (end - 1)) >> 3) != 0)) {
+         f = &c->fwd[fwd_slot(end - 1)];
+         if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size))
+            ready = fwd_load(c, f, va, m->size, l1ready, ready);
+      }
+   }
    if (store) {
       /* stores retire from the store buffer; the line fill drains in the background */
       C = I + (ULong)(xlat + 1) * SL_TQ;
       pos = c->stb_pos;
       c->stb[pos] = MAX(C, ready);
+      /* written to L1D once retired, its line there and its data ready */
+      fwd_file(c, va, m->size, MAX(m->data_ready, I), MAX(c->stb[pos], m->data_ready + SL_TQ));
       c->stb_pos = pos + 1 == cfg->store_buffer ? 0 : pos + 1;
       retire = C;
       c->c[SL_T_ST_BYTES] += m->size;
@@ -1789,7 +2142,7 @@ static SL_NOINLINE void ifetch_slow(SlCore *c, Addr va)
    c->c[SL_C_L1I_CACHE]++;
    im = &c->imemo[(va >> SL_LINE_SHIFT) & 3];
    if ((va >> SL_LINE_SHIFT) == im->va_line && c->l1i.tags[im->way] == im->line + 1 &&
-       (va >> cfg->page_shift) == c->last_vpn[1]) {
+       sl_tlbe_maps(c->last_tlbe[1], va)) {
       /* a line fetched recently, still in L1I, on the page translated last: hit */
       cache_touch(&c->l1i, im->way);
       c->last_tlbe[1]->lru = ++c->itlb.clock;
@@ -1836,7 +2189,7 @@ static SL_ALWAYS_INLINE void ifetch_op(SlCore *c, Addr va)
 {
    SlIMemo *im = &c->imemo[(va >> SL_LINE_SHIFT) & 3];
    if (SL_LIKELY((va >> SL_LINE_SHIFT) == im->va_line && c->l1i.tags[im->way] == im->line + 1 &&
-                 (va >> c->sys->cfg.page_shift) == c->last_vpn[1])) {
+                 sl_tlbe_maps(c->last_tlbe[1], va))) {
       c->c[SL_C_L1I_CACHE]++;
       cache_touch(&c->l1i, im->way);
       c->last_tlbe[1]->lru = ++c->itlb.clock;
@@ -1849,8 +2202,9 @@ static SL_ALWAYS_INLINE void ifetch_op(SlCore *c, Addr va)
  * (see SlIRun). */
 static SL_ALWAYS_INLINE void ifetch_run(SlCore *c, const Addr *va, UInt n, SlIRun *r)
 {
-   UInt i = 0, psh;
-   if (SL_LIKELY(r->core == c && n <= r->n && r->vpn == c->last_vpn[1])) {
+   UInt i = 0;
+   if (SL_LIKELY(r->core == c && n <= r->n && r->te == c->last_tlbe[1] &&
+                 r->te->tag == r->tag)) {
       /* what ifetch_op's hit does for each line still in its way (the L1 ITLB entry's stamp
        * is set once: it ends as the last of the i stamps the hits would give it) */
       for (; i < n; i++) {
@@ -1869,9 +2223,8 @@ static SL_ALWAYS_INLINE void ifetch_run(SlCore *c, const Addr *va, UInt n, SlIRu
    /* remember where the lines are: all on the page translated last, each in the way its
     * per-line memo (imemo) records */
    r->core = NULL;
-   psh = c->sys->cfg.page_shift;
-   if (n == 0 || n > SL_IRUN_MAX || (va[0] >> psh) != c->last_vpn[1] ||
-       (va[n - 1] >> psh) != c->last_vpn[1])
+   if (n == 0 || n > SL_IRUN_MAX || !sl_tlbe_maps(c->last_tlbe[1], va[0]) ||
+       !sl_tlbe_maps(c->last_tlbe[1], va[n - 1]))
       return;
    for (i = 0; i < n; i++) {
       const SlIMemo *im = &c->imemo[(va[i] >> SL_LINE_SHIFT) & 3];
@@ -1880,6 +2233,7 @@ static SL_ALWAYS_INLINE void ifetch_run(SlCore *c, const Addr *va, UInt n, SlIRu
       r->line[i] = im->line;
    }
    r->core = c;
-   r->vpn = c->last_vpn[1];
+   r->te = c->last_tlbe[1];
+   r->tag = c->last_tlbe[1]->tag;
    r->n = n;
 }

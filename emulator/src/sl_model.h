@@ -84,6 +84,7 @@ typedef enum { SL_LVL_L1D = 0, SL_LVL_L2, SL_LVL_PEER, SL_LVL_SLC, SL_LVL_DRAM, 
 #define SL_EV_MISPRED (1u << 7)
 #define SL_EV_LLC_ACCESS (1u << 8)
 #define SL_EV_LLC_MISS (1u << 9)
+#define SL_EV_ALIGNMENT (1u << 11) /* "Alignment": an unaligned access (set for line-crossing ones) */
 #define SL_EV_LATE_PREFETCH (1u << 12)
 
 /* ---- SPE Operation Type packet (Arm ARM; crates/spe op.rs). */
@@ -128,11 +129,26 @@ typedef struct SlConfig_ {
    UInt l2_size, l2_assoc, l2_lat;
    UInt slc_size, slc_assoc, slc_lat;
    UInt dram_lat, peer_lat;
+   UInt split_penalty; /* cycles a line-crossing access adds to its latency (MODEL.md "Timing") */
+   UInt fwd_lat;       /* store-to-load forwarding: cycles from the store's data to the load's */
+   UInt fwd_fail_penalty; /* a load forwarding cannot serve: cycles after the store's write */
+   /* counterfactual knobs (emulator/README.md "Counterfactual knobs"): loads whose PC is in
+    * [l1_pc_lo[i], l1_pc_hi[i]) complete at the L1D latency; [huge_lo[i], huge_hi[i]) has huge
+    * pages whatever the THP policy and the mapping */
+#define SL_MAX_KNOB_RANGES 8
+   UInt n_l1_pcs, n_huge_ranges;
+   Addr l1_pc_lo[SL_MAX_KNOB_RANGES], l1_pc_hi[SL_MAX_KNOB_RANGES];
+   Addr huge_lo[SL_MAX_KNOB_RANGES], huge_hi[SL_MAX_KNOB_RANGES];
    UInt prefetch_distance; /* lines ahead; 0 disables the prefetcher */
    UInt stride_distance;   /* strides ahead the stride prefetcher fills L2; 0 disables it */
    UInt stride_max_lines;  /* largest stride (lines) the stride prefetcher follows */
-   /* translation */
+   /* translation (MODEL.md "Translation"): every mapping has base pages of 1 << page_shift
+    * bytes; transparent huge pages of 1 << huge_shift bytes (the granule's block size: 2 MB
+    * with 4 KB pages, 32 MB with 16 KB, 512 MB with 64 KB; 0 for other base pages, which
+    * then hold everywhere) where the THP policy and the mapping allow them */
    UInt page_shift;
+   UInt thp;        /* SL_THP_* */
+   UInt huge_shift; /* derived by sl_config_check */
    UInt l1dtlb_entries, l1itlb_entries, l2tlb_entries, l2tlb_assoc;
    UInt l1tlb_lat, l2tlb_lat, walk_lat;
    /* branch prediction */
@@ -155,6 +171,14 @@ typedef struct SlConfig_ {
 } SlConfig;
 
 void sl_config_default(SlConfig *cfg);
+
+/* THP policies (/sys/kernel/mm/transparent_hugepage/enabled) */
+#define SL_THP_NEVER 0u
+#define SL_THP_MADVISE 1u
+#define SL_THP_ALWAYS 2u
+/* The policy's name ("never", "madvise", "always"); sl_thp_parse returns False for others. */
+const HChar *sl_thp_name(UInt thp);
+Bool sl_thp_parse(const HChar *name, UInt *thp);
 
 /* Presets (emulator/MODEL.md "Cores and platforms"). A core preset sets the core's parameters
  * (dispatch width, reorder window, mispredict penalty, L2 size and latency, TLBs, return
@@ -226,11 +250,19 @@ typedef struct {
    ULong clock;
 } SlCache;
 
+/* A TLB entry: one page of any size. */
 typedef struct {
-   Addr vpn;   /* +1; 0 = invalid */
-   Addr pfn;
+   Addr tag;  /* the page's virtual address | 1; 0 = invalid */
+   Addr pa;   /* the page's physical address */
+   Addr mask; /* the page's size - 1 */
    ULong lru;
 } SlTlbEntry;
+
+/* Whether entry e translates va (an invalid entry translates nothing). */
+static inline Bool sl_tlbe_maps(const SlTlbEntry *e, Addr va)
+{
+   return e->tag == ((va & ~e->mask) | 1u);
+}
 
 typedef struct {
    SlTlbEntry *e; /* sets * assoc; true LRU by use stamps */
@@ -260,6 +292,18 @@ typedef struct {
 
 #define SL_NSTRIDES 16
 
+/* A store that may still be in the store buffer, for store-to-load forwarding: filed under
+ * each 8-byte chunk it writes (SlCore.fwd, direct-mapped by chunk address; the youngest store
+ * of a chunk replaces the older one). */
+typedef struct {
+   Addr va;          /* first byte; 0 = none */
+   UInt size;
+   ULong data_ready; /* its data is there (tq) */
+   ULong written;    /* it has left the store buffer: written to L1D (tq) */
+} SlFwd;
+
+#define SL_NFWD 64u
+
 typedef struct {
    ULong due;    /* the first op it holds back: its index + rob_size */
    ULong retire; /* its retirement (tq) */
@@ -286,11 +330,11 @@ struct SlCore {
     * physical line */
    SlIMemo imemo[4];
    SlTlb dtlb, itlb, stlb;
-   Addr last_vpn[2];          /* page of the previous data [0] / instruction [1] access */
-   SlTlbEntry *last_tlbe[2];  /* its L1 TLB entry (validated by vpn) */
+   SlTlbEntry *last_tlbe[2];  /* the L1 TLB entry of the previous data [0] / instruction [1]
+                               * access (never NULL; validated by sl_tlbe_maps) */
    /* recently used L1 TLB entries by page (validated by vpn): a lookup shortcut only, the
     * entries' LRU stamps are updated as for any hit. Direct-mapped by the low bits of the
-    * page number, so the pages of arrays walked side by side (up to SL_UTLB pages apart) do
+    * base-page number (a huge page fills the slots of the base pages used in it), so the pages of arrays walked side by side (up to SL_UTLB pages apart) do
     * not evict each other's memo. */
 #define SL_UTLB 32u
    SlTlbEntry *utlb[2][SL_UTLB];
@@ -313,6 +357,8 @@ struct SlCore {
    /* prefetcher */
    SlStream streams[SL_NSTREAMS]; ULong stream_clock; UInt last_stream;
    SlStride strides[SL_NSTRIDES];
+   /* stores for store-to-load forwarding */
+   SlFwd fwd[SL_NFWD];
    /* SPE */
    ULong next_sample;   /* population index of the next selected op */
    ULong inflight_until; /* completion (tq) of the last recorded sampled op */
@@ -330,8 +376,19 @@ struct SlSystem {
    UInt n_active;
    SlCache slc;
    UChar *slc_state; /* per SLC line: SL_E, or SL_M once dirty data was written back */
-   /* page table: vpn -> pfn, open addressing */
-   Addr *pt_vpn; Addr *pt_pfn; ULong pt_cap, pt_used, next_pfn;
+   /* page table: page (virtual address | 1) -> its physical address, open addressing;
+    * physical memory is handed out from next_pa, each page aligned to its size */
+   Addr *pt_vpn; Addr *pt_pfn; ULong pt_cap, pt_used, next_pa;
+   /* page sizes per region of 1 << huge_shift bytes: decided at the first translation in the
+    * region (SL_RG_*), by region number + 1, open addressing */
+   Addr *rg_key; UChar *rg_state; ULong rg_cap, rg_used;
+   Addr rg_memo; UInt rg_memo_shift; /* the last region looked up (+1) and its page shift */
+   /* madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) ranges in call order */
+   struct SlAdvice *adv; UInt n_adv, cap_adv, n_adv_huge;
+   /* whether [a, a + len) lies in anonymous private mappings (THP applies only to those);
+    * NULL: every range does */
+   Bool (*anon_fn)(void *ctx, Addr a, ULong len);
+   void *anon_ctx;
    ULong disp_tq; /* tq per dispatched op */
    ULong coherence_events; /* snoops that found the line in another core */
    /* resolves an SlAluOp dependency mask to a ready time (tq); NULL = always ready */
@@ -361,6 +418,7 @@ typedef struct {
    Bool store;
    UChar subclass;      /* SL_LS_* byte without the store bit */
    ULong addr_ready;    /* tq when the address operands are ready (0 = now) */
+   ULong data_ready;    /* stores: tq when the data to store is ready (0 = now) */
 } SlMemOp;
 /* Returns the time (tq) the loaded value is available (loads) or the store retired; *lvl (may
  * be NULL) receives the level that supplied the line. */
@@ -405,7 +463,8 @@ void sl_ifetch(SlCore *c, Addr va);
 #define SL_IRUN_MAX 4
 typedef struct {
    SlCore *core; /* NULL: empty */
-   Addr vpn;
+   const SlTlbEntry *te; /* the code page's L1 ITLB entry, and its tag then */
+   Addr tag;
    UInt n;
    UInt way[SL_IRUN_MAX];
    Addr line[SL_IRUN_MAX];
@@ -431,6 +490,17 @@ void sl_core_counters(SlCore *c, ULong out[SL_NCOUNTERS]);
 
 /* Translation as the trace records it (used by the tool for annotations). */
 Addr sl_translate_pa(SlSystem *s, Addr va);
+
+/* The OS's view of the address space, for transparent huge pages (MODEL.md "Translation"):
+ * madvise(a, len, advice) succeeded (SL_MADV_HUGEPAGE, SL_MADV_NOHUGEPAGE; other advice is
+ * ignored), and [a, a + len) was unmapped or mapped anew (its regions' page sizes are decided
+ * again at their next use, its advice dropped). */
+#define SL_MADV_HUGEPAGE 14u   /* Linux's MADV_HUGEPAGE */
+#define SL_MADV_NOHUGEPAGE 15u /* Linux's MADV_NOHUGEPAGE */
+void sl_madvise(SlSystem *s, Addr a, ULong len, UInt advice);
+void sl_unmap(SlSystem *s, Addr a, ULong len);
+/* The page size (shift) that va has or will have at its first use. */
+UInt sl_page_shift_of(SlSystem *s, Addr va);
 
 /* Actual average sampling interval per [SPE methodology table 4.3] (x2 to keep halves exact). */
 ULong sl_spe_interval_x2(const SlConfig *cfg);

@@ -129,7 +129,7 @@ void slt_file_header(SlTrace *t)
    rec_start = t->used;
 }
 
-#define CONFIG_FIXED 216u
+#define CONFIG_FIXED 244u
 
 void slt_config(SlTrace *t, const SlConfig *c, UInt switch_min, UInt switch_max,
                 ULong timeline_ns, const HChar *tool_version, const HChar *host_arch)
@@ -188,6 +188,13 @@ void slt_config(SlTrace *t, const SlConfig *c, UInt switch_min, UInt switch_max,
    slt_u32(t, (UInt)(timeline_ns / 1000));       /* 204 timeline interval, virtual us */
    slt_u32(t, c->stride_distance);               /* 208 (1.2) */
    slt_u32(t, c->stride_max_lines);              /* 212 (1.2) */
+   slt_u32(t, c->thp);                           /* 216 THP policy (1.4) */
+   slt_u32(t, c->huge_shift);                    /* 220 huge page shift, 0 = none (1.4) */
+   slt_u32(t, c->split_penalty);                 /* 224 line-crossing penalty, cycles (1.4) */
+   slt_u32(t, c->fwd_lat);                       /* 228 store-to-load forwarding, cycles (1.4) */
+   slt_u32(t, c->fwd_fail_penalty);              /* 232 forwarding failure replay, cycles (1.4) */
+   slt_u32(t, c->n_l1_pcs);                      /* 236 --l1-pcs ranges (1.4) */
+   slt_u32(t, c->n_huge_ranges);                 /* 240 --huge-range ranges (1.4) */
    SL_ASSERT(t->used - start == CONFIG_FIXED);
    slt_str16(t, c->cpu_name);
    slt_str16(t, tool_version);

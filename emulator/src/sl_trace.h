@@ -8,7 +8,7 @@
 
 #define SLT_MAGIC "SPLKEMUT"
 #define SLT_VERSION_MAJOR 1
-#define SLT_VERSION_MINOR 3
+#define SLT_VERSION_MINOR 4
 
 enum {
    SLT_CONFIG = 1,

@@ -282,6 +282,10 @@ pub struct RecordingInfo {
     /// sidecar's `config.platform`); absent from the JSON otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub emulated_platform: Option<String>,
+    /// The pages an emulated run had (the sidecar's `config.pages`, e.g. "4 KiB pages, THP
+    /// madvise (2 MiB)"); absent from the JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub emulated_pages: Option<String>,
     pub duration_ns: u64,
     pub first_time_ns: Option<u64>,
     /// Records decoded, and those the report's filter selected.

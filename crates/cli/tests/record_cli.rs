@@ -179,12 +179,21 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
         err.contains("under the emulated Neoverse V2 (platform graviton4)"),
         "{err}"
     );
+    // the summary states the pages: Graviton4's 4 KiB base pages and THP madvise, 2 MiB huge
+    // pages (emulator/MODEL.md "Translation")
+    assert!(
+        err.contains("spelunk record: emulated 4 KiB pages, THP madvise (2 MiB)"),
+        "{err}"
+    );
     // the recording claims the emulated core: Neoverse V2 r0p0 ([telemetry specification])
     let sidecar = std::fs::read_to_string(dir.join("g4.data.spelunk.json")).unwrap();
     assert!(sidecar.contains("0x410fd4f0"), "{sidecar}");
     // ... and names the platform: in the sidecar, the perf.data's CPU description and the report
     let sidecar: serde_json::Value = serde_json::from_str(&sidecar).unwrap();
     assert_eq!(sidecar["config"]["platform"], "graviton4");
+    assert_eq!(sidecar["config"]["thp"], "madvise");
+    assert_eq!(sidecar["config"]["page_bytes"], 4096);
+    assert_eq!(sidecar["config"]["huge_page_bytes"], 2 << 20);
     let f = spelunk_perf::PerfDataFile::open(dir.join("g4.data")).unwrap();
     assert_eq!(
         f.features.cpu_desc.as_deref(),
@@ -195,6 +204,10 @@ fn a_platform_chooses_the_emulated_core_and_is_for_emulate_only() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         out.contains("[emulated by spelunk, platform graviton4: figures come from its model"),
+        "{out}"
+    );
+    assert!(
+        out.contains("not hardware; 4 KiB pages, THP madvise (2 MiB)]"),
         "{out}"
     );
     let o = spelunk(&["report", "g4.data", "--json"], None, &dir);

@@ -26,5 +26,5 @@ pub use trace::{PhaseSpan, Trace};
 pub use types::{
     Alloc, AllocKind, Annotation, AnnotationKind, BlockTruth, CounterDef, CounterSnapshot, EndInfo,
     ExactAccesses, Free, FreeKind, Mapping, MemoryLevel, ObjectTruth, ProcessInfo, Record,
-    RunConfig, Sample, SnapshotReason, ThreadExit, ThreadName, ThreadStart, Unmapping,
+    RunConfig, Sample, SnapshotReason, ThpPolicy, ThreadExit, ThreadName, ThreadStart, Unmapping,
 };

@@ -112,6 +112,15 @@ pub(crate) fn config(p: &[u8]) -> Result<RunConfig, TraceErrorKind> {
     for v in u32s.iter_mut().take(36) {
         *v = c.u32().ok_or_else(bad)?;
     }
+    // 1.4 appended the THP policy and the huge page shift (offsets 216 and 220, after 1.2's
+    // two stride prefetcher fields)
+    let (thp, huge_page_shift) = if fixed >= 224 {
+        c.seek(216).ok_or_else(bad)?;
+        let thp = c.u32().ok_or_else(bad)?;
+        (Some(ThpPolicy::from_code(thp)), c.u32().ok_or_else(bad)?)
+    } else {
+        (None, 0)
+    };
     c.seek(fixed).ok_or_else(bad)?;
     let cpu_name = c
         .str16()
@@ -186,6 +195,8 @@ pub(crate) fn config(p: &[u8]) -> Result<RunConfig, TraceErrorKind> {
         tool_version,
         host_arch,
         platform,
+        thp,
+        huge_page_shift,
     })
 }
 

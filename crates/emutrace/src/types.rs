@@ -66,6 +66,43 @@ pub struct RunConfig {
     /// The platform preset the run emulated (`--platform`, e.g. `graviton3`): None without
     /// one, and for traces before format 1.3, which do not say.
     pub platform: Option<String>,
+    /// The transparent-huge-page policy (`--thp`): None before format 1.4, whose runs had one
+    /// page size everywhere (`page_shift`).
+    pub thp: Option<ThpPolicy>,
+    /// The size (shift) of a transparent huge page; 0 when the base page size has none (and
+    /// before format 1.4).
+    pub huge_page_shift: u32,
+}
+
+/// Which anonymous regions get transparent huge pages (Linux's
+/// `/sys/kernel/mm/transparent_hugepage/enabled`; emulator/MODEL.md "Translation").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThpPolicy {
+    Never,
+    /// Only ranges given `madvise(MADV_HUGEPAGE)`.
+    Madvise,
+    Always,
+    /// A value this reader does not know.
+    Other(u32),
+}
+
+impl ThpPolicy {
+    pub fn from_code(v: u32) -> Self {
+        match v {
+            0 => Self::Never,
+            1 => Self::Madvise,
+            2 => Self::Always,
+            v => Self::Other(v),
+        }
+    }
+    pub fn name(self) -> String {
+        match self {
+            Self::Never => "never".into(),
+            Self::Madvise => "madvise".into(),
+            Self::Always => "always".into(),
+            Self::Other(v) => format!("policy {v}"),
+        }
+    }
 }
 
 impl RunConfig {
@@ -83,6 +120,22 @@ impl RunConfig {
     pub fn page_bytes(&self) -> u64 {
         1u64.checked_shl(self.page_shift).unwrap_or(0)
     }
+    /// The size of a transparent huge page, when the base page size has one.
+    pub fn huge_page_bytes(&self) -> Option<u64> {
+        (self.huge_page_shift != 0)
+            .then(|| 1u64.checked_shl(self.huge_page_shift))
+            .flatten()
+    }
+    /// The pages an emulated run had, for summaries and report headers: "4 KiB pages, THP
+    /// madvise (2 MiB)"; "2 MiB pages" for a trace before format 1.4 or when the base page
+    /// size has no huge pages.
+    pub fn pages_description(&self) -> String {
+        let base = format!("{} pages", size_text(self.page_bytes()));
+        match (self.thp, self.huge_page_bytes()) {
+            (Some(t), Some(h)) => format!("{base}, THP {} ({})", t.name(), size_text(h)),
+            _ => base,
+        }
+    }
     /// Converts generic-timer ticks to nanoseconds.
     pub fn ticks_to_ns(&self, ticks: u64) -> f64 {
         if self.timer_hz == 0 {
@@ -97,6 +150,16 @@ impl RunConfig {
         }
         cycles * 1e9 / self.cpu_hz as f64
     }
+}
+
+/// "4 KiB", "2 MiB", "512 MiB", "1 GiB" (bytes otherwise).
+fn size_text(bytes: u64) -> String {
+    for (unit, name) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{} {name}", bytes / unit);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// The traced process (PROCESS record).

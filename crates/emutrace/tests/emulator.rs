@@ -8,7 +8,7 @@
 //! `emulator/test.sh` does both and runs these tests with SPELUNK_REQUIRE_EMULATOR=1. Without
 //! that variable a missing build skips the tests (so `cargo test --workspace` works anywhere).
 
-use spelunk_emutrace::{events, MemoryLevel, PhaseSpan, Sample, Trace};
+use spelunk_emutrace::{events, MemoryLevel, PhaseSpan, Sample, ThpPolicy, Trace};
 use spelunk_spe::{DataSource, DataSourceEncoding, Event, Midr};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -125,9 +125,17 @@ fn pointer_chase_plateaus_match_the_configured_levels() {
         (8 << 20, "8m"),
         (64 << 20, "64m"),
     ];
+    // [SPE methodology table 4.4]'s plateaus have no translation cost (its platform's huge
+    // pages): every mapping on 2 MB pages, as the tool's default was before page sizes per
+    // mapping (emulator/MODEL.md "Translation")
     let r = emulate(
         "chase",
-        &["--filter=load", "--period=1024", "--jitter=yes"],
+        &[
+            "--filter=load",
+            "--period=1024",
+            "--jitter=yes",
+            "--page-size=2097152",
+        ],
         &wl.join("lat_mem_rd"),
         &["-n", "262144", "16k", "160k", "8m", "64m"],
     );
@@ -634,9 +642,9 @@ fn program_output_and_exit_status_pass_through() {
 /// One preset of emulator/MODEL.md "Cores and platforms", with the values typed from that
 /// table's sources (not read from the tool): MIDR, dispatch slots, reorder window, mispredict
 /// penalty, L2 size and load-to-use latency, L1 DTLB, L1 ITLB and L2 TLB entries, L2 TLB ways,
-/// return-stack entries; then clock, SLC size and ways, page shift, SLC and DRAM latencies (ns
-/// at the platform clock, rounded to cycles), core count; and whether the core has the slot
-/// events.
+/// return-stack entries; then clock, SLC size and ways, base page shift, SLC and DRAM latencies
+/// (ns at the platform clock, rounded to cycles), core count, THP policy (0 never, 1 madvise, 2
+/// always: FORMAT.md "1 CONFIG"); and whether the core has the slot events.
 struct Preset {
     opts: &'static [&'static str],
     cpu_name: &'static str,
@@ -648,8 +656,9 @@ struct Preset {
 }
 
 const MIB: u32 = 1 << 20;
-/// N1's system: [SPE methodology §4] (2.8 GHz, 32 MB SLC, 2 MB pages, table 4.4 latencies).
-const DEFAULT_SYSTEM: [u32; 7] = [32 * MIB, 16, 21, 103, 283, 64, 0];
+/// N1's system: [SPE methodology §4] (2.8 GHz, 32 MB SLC, table 4.4 latencies), 4 KB base
+/// pages and THP madvise (1; Ubuntu's default, emulator/MODEL.md "Translation").
+const DEFAULT_SYSTEM: [u32; 7] = [32 * MIB, 16, 12, 103, 283, 64, 1];
 /// [N1 PMU methodology]'s cores (MIDR N1 r3p1, L2 14 cycles from [SPE methodology table 4.4];
 /// 128-entry commit queue, 11-cycle minimum mispredict penalty and 48-entry ITLB from [Arm N1
 /// platform white paper]; 48-entry DTLB and 1280-entry 5-way L2 TLB from [Cortex-A76 TRM §A5.2])
@@ -701,7 +710,7 @@ fn presets() -> Vec<Preset> {
             N1,
             MIB,
             2_500_000_000,
-            [32 * MIB, 16, 12, 72, 203, 64, 0],
+            [32 * MIB, 16, 12, 72, 203, 64, 1],
             false,
         ),
         // 101 ns = 262.6 cycles at 2.6 GHz, 36.6 ns = 95.2
@@ -711,7 +720,7 @@ fn presets() -> Vec<Preset> {
             V1,
             MIB,
             2_600_000_000,
-            [32 * MIB, 16, 12, 95, 263, 64, 0],
+            [32 * MIB, 16, 12, 95, 263, 64, 1],
             true,
         ),
         // 110.0 ns = 308 cycles at 2.8 GHz, 21.2 ns = 59.4; 36 MB as 18 ways
@@ -721,7 +730,7 @@ fn presets() -> Vec<Preset> {
             V2,
             2 * MIB,
             2_800_000_000,
-            [36 * MIB, 18, 12, 59, 308, 96, 0],
+            [36 * MIB, 18, 12, 59, 308, 96, 1],
             true,
         ),
         // 117 MB as 117 ways of 16384 sets, 64 KB pages
@@ -731,7 +740,7 @@ fn presets() -> Vec<Preset> {
             V2,
             MIB,
             2_600_000_000,
-            [117 * MIB, 117, 16, 95, 263, 72, 0],
+            [117 * MIB, 117, 16, 95, 263, 72, 1],
             true,
         ),
         // Microsoft's implementer 0x6d; 101 ns = 343.4 cycles at 3.4 GHz, 36.6 ns = 124.4
@@ -741,7 +750,7 @@ fn presets() -> Vec<Preset> {
             (0x6d0f_d493, N2.1),
             MIB,
             3_400_000_000,
-            [64 * MIB, 16, 12, 124, 343, 128, 0],
+            [64 * MIB, 16, 12, 124, 343, 128, 1],
             true,
         ),
         // 101 ns = 303 cycles at 3.0 GHz, 36.6 ns = 109.8
@@ -751,7 +760,7 @@ fn presets() -> Vec<Preset> {
             N1,
             MIB,
             3_000_000_000,
-            [32 * MIB, 16, 12, 110, 303, 80, 0],
+            [32 * MIB, 16, 12, 110, 303, 80, 1],
             false,
         ),
         // the stride case study's platform: 4 KB pages, 8 MB SLC, N1's cycles kept
@@ -761,7 +770,7 @@ fn presets() -> Vec<Preset> {
             N1,
             MIB,
             2_600_000_000,
-            [8 * MIB, 16, 12, 103, 283, 4, 0],
+            [8 * MIB, 16, 12, 103, 283, 4, 1],
             false,
         ),
         // options that set a parameter win over a preset whatever their order; --cpu-model
@@ -772,8 +781,18 @@ fn presets() -> Vec<Preset> {
             V1,
             MIB,
             2_600_000_000,
-            [32 * MIB, 16, 12, 95, 300, 8, 0],
+            [32 * MIB, 16, 12, 95, 300, 8, 1],
             true,
+        ),
+        // --thp and --page-size override the platform's policy and base pages
+        platform(
+            &["--thp=never", "--platform=graviton2", "--page-size=65536"],
+            "Neoverse N1",
+            N1,
+            MIB,
+            2_500_000_000,
+            [32 * MIB, 16, 16, 72, 203, 64, 0],
+            false,
         ),
         platform(
             &["--platform=graviton4", "--cpu-model=neoverse-n2"],
@@ -781,7 +800,7 @@ fn presets() -> Vec<Preset> {
             N2,
             2 * MIB,
             2_800_000_000,
-            [36 * MIB, 18, 12, 59, 308, 96, 0],
+            [36 * MIB, 18, 12, 59, 308, 96, 1],
             true,
         ),
     ]
@@ -828,7 +847,12 @@ fn cores_and_platforms_claim_their_documented_configuration() {
             c.slc_latency_cycles,
             c.dram_latency_cycles,
             c.max_cores,
-            0,
+            match c.thp {
+                Some(ThpPolicy::Never) => 0,
+                Some(ThpPolicy::Madvise) => 1,
+                Some(ThpPolicy::Always) => 2,
+                _ => 9,
+            },
         ];
         assert_eq!(
             (c.cpu_name.as_str(), c.midr, got_core, c.cpu_hz, got_system),
@@ -862,6 +886,14 @@ fn cores_and_platforms_claim_their_documented_configuration() {
         }
         // the N1's events are on every core
         assert!(schema.iter().any(|d| d.code == events::STALL_BACKEND));
+        // huge pages are the granule's level-2 blocks: 2 MB with 4 KB pages, 512 MB with 64 KB
+        // (Arm ARM VMSAv8-64: a table holds page / 8 descriptors)
+        let huge = match c.page_shift {
+            12 => 21,
+            16 => 29,
+            _ => 0,
+        };
+        assert_eq!(c.huge_page_shift, huge, "{:?}", p.opts);
     }
 }
 

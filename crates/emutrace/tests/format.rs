@@ -3,8 +3,8 @@
 //! error with the right offset and never a panic.
 
 use spelunk_emutrace::{
-    events, AllocKind, AnnotationKind, FreeKind, MemoryLevel, Record, SnapshotReason, Trace,
-    TraceErrorKind, TraceReader,
+    events, AllocKind, AnnotationKind, FreeKind, MemoryLevel, Record, SnapshotReason, ThpPolicy,
+    Trace, TraceErrorKind, TraceReader,
 };
 use spelunk_spe::{decode_records, Event, RecordLayout};
 
@@ -319,6 +319,34 @@ fn a_longer_header_and_longer_fixed_parts_are_accepted() {
     let trace = Trace::from_reader(TraceReader::new(&t[..], "minor").unwrap()).unwrap();
     assert_eq!(trace.samples.len(), 1);
     assert_eq!(trace.samples[0].record.data_source, Some(0b1011));
+}
+
+/// Version 1.4 appends the THP policy and the huge page shift to CONFIG's fixed part (224
+/// bytes: offsets 216 and 220, FORMAT.md "1 CONFIG"); before it a run had one page size, and
+/// the description says only that.
+#[test]
+fn config_carries_the_thp_policy_from_version_1_4() {
+    let parse = |minor: u8, payload: Vec<u8>| {
+        let mut t = header();
+        t[10] = minor;
+        record(&mut t, 1, &payload);
+        Trace::from_reader(TraceReader::new(&t[..], "thp").unwrap())
+            .unwrap()
+            .config
+    };
+    let strings = ["Neoverse N1", "0.1.0", "amd64", ""];
+    let mut c = parse(4, config_payload_with(&[4, 32, 1, 21], &strings));
+    assert_eq!((c.thp, c.huge_page_shift), (Some(ThpPolicy::Madvise), 21));
+    // the hand-made payload's page shift is 21 (offset 64): make it 4 KiB base pages
+    c.page_shift = 12;
+    assert_eq!(c.pages_description(), "4 KiB pages, THP madvise (2 MiB)");
+    let c = parse(4, config_payload_with(&[4, 32, 2, 29], &strings));
+    assert_eq!(c.thp, Some(ThpPolicy::Always));
+    assert_eq!(c.huge_page_bytes(), Some(512 << 20));
+    // 1.3: no policy, one page size everywhere
+    let c = parse(3, config_payload_with(&[4, 32], &strings));
+    assert_eq!((c.thp, c.huge_page_shift), (None, 0));
+    assert_eq!(c.pages_description(), "2 MiB pages");
 }
 
 /// Version 1.3 names the platform preset in a fourth CONFIG string, after the host

@@ -98,6 +98,14 @@ impl Recording {
                 .and_then(|s| s.config.get("platform"))
                 .and_then(|p| p.as_str())
                 .map(str::to_string),
+            emulated_pages: self
+                .ctx
+                .sidecar
+                .as_ref()
+                .filter(|s| s.source == "emulator")
+                .and_then(|s| s.config.get("pages"))
+                .and_then(|p| p.as_str())
+                .map(str::to_string),
             sampling: self.ctx.sampling.clone(),
             losses,
             ..Default::default()

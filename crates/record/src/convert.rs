@@ -75,6 +75,8 @@ pub struct Conversion {
     pub mean_interval: f64,
     /// Whether the interval was randomised (jitter).
     pub jitter: bool,
+    /// The emulated pages: base page size and THP policy ("4 KiB pages, THP madvise (2 MiB)").
+    pub pages: String,
 }
 
 /// The records of the first pass.
@@ -419,6 +421,7 @@ pub fn convert(
     out.samples_written = s.end.map(|e| e.samples_written);
     out.mean_interval = config.actual_interval();
     out.jitter = config.jitter();
+    out.pages = config.pages_description();
     if let Some(n) = out.samples_written {
         if n != out.samples && s.truncated.is_none() {
             out.warnings.push(format!(
@@ -510,6 +513,7 @@ fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64
         cfg("spe_counter_bits", config.spe_counter_bits.into()),
         cfg("cache_line_bytes", config.cache_line_bytes.into()),
         cfg("page_bytes", config.page_bytes().into()),
+        cfg("pages", config.pages_description().into()),
         cfg("l1d_bytes", config.l1d_bytes.into()),
         cfg("l1d_latency_cycles", config.l1d_latency_cycles.into()),
         cfg("l2_bytes", config.l2_bytes.into()),
@@ -528,6 +532,12 @@ fn build_sidecar(s: &Scan, config: &RunConfig, pid: u32, ns: &dyn Fn(u64) -> u64
             .platform
             .as_ref()
             .map(|p| cfg("platform", p.clone().into())),
+    )
+    .chain(config.thp.map(|t| cfg("thp", t.name().into())))
+    .chain(
+        config
+            .huge_page_bytes()
+            .map(|b| cfg("huge_page_bytes", b.into())),
     )
     .collect();
 

@@ -254,6 +254,9 @@ pub fn emulated_summary(rec: &EmulatedRecording, keep_trace: bool, period: u64) 
         rec.wall.as_secs_f64(),
         rec.exit
     );
+    if !conv.pages.is_empty() {
+        let _ = writeln!(o, "spelunk record: emulated {}", conv.pages);
+    }
     let _ = writeln!(
         o,
         "spelunk record: wrote {} ({:.1} MB) and {}{}",

@@ -193,11 +193,18 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
         (None, Some(x)) => format!("unknown CPU (MIDR {x})"),
         _ => "unknown CPU".into(),
     };
+    let pages = rec
+        .emulated_pages
+        .as_ref()
+        .map(|p| format!("; {p}"))
+        .unwrap_or_default();
     let emulated = match (rec.emulated, &rec.emulated_platform) {
         (true, Some(p)) => format!(
-            " [emulated by spelunk, platform {p}: figures come from its model, not hardware]"
+            " [emulated by spelunk, platform {p}: figures come from its model, not hardware{pages}]"
         ),
-        (true, None) => " [emulated by spelunk: figures come from its model, not hardware]".into(),
+        (true, None) => {
+            format!(" [emulated by spelunk: figures come from its model, not hardware{pages}]")
+        }
         (false, _) => String::new(),
     };
     let _ = writeln!(
