@@ -91,7 +91,9 @@ fn record_and_advise(
         &std::fs::read_to_string(dir.join(format!("{name}.data.spelunk.json"))).unwrap(),
     )
     .unwrap();
-    let cycles = sidecar["counters"]["totals"]["CPU_CYCLES"].as_f64().unwrap();
+    let cycles = sidecar["counters"]["totals"]["CPU_CYCLES"]
+        .as_f64()
+        .unwrap();
     (advice, cycles)
 }
 
@@ -184,7 +186,9 @@ fn check_case(lib: &Path, c: &Case) -> Result<String, String> {
         problems.push(format!("first finding {got_class}, marked {class}"));
     }
     if !lines.contains(&got_line) || !file.ends_with(&format!("{}.c", c.name)) {
-        problems.push(format!("first finding at {file}:{got_line}, marked lines {lines:?}"));
+        problems.push(format!(
+            "first finding at {file}:{got_line}, marked lines {lines:?}"
+        ));
     }
     let still: Vec<f64> = b["findings"]
         .as_array()
@@ -195,7 +199,9 @@ fn check_case(lib: &Path, c: &Case) -> Result<String, String> {
         .filter(|s| *s >= 0.10)
         .collect();
     if !still.is_empty() {
-        problems.push(format!("the fixed build still raises {class} at {still:?} of the cycles"));
+        problems.push(format!(
+            "the fixed build still raises {class} at {still:?} of the cycles"
+        ));
     }
     let gain = cycles / cycles_fixed;
     let (lo, hi) = (
@@ -272,7 +278,10 @@ fn the_stride_benchmark_is_a_prefetch_finding_at_the_case_studys_distance() {
         f["gain"]["low_speedup"].as_f64().unwrap(),
         f["gain"]["upper_speedup"].as_f64().unwrap(),
     );
-    assert!(lo <= gain && gain <= hi, "gain {gain:.2} outside {lo:.2}-{hi:.2}");
+    assert!(
+        lo <= gain && gain <= hi,
+        "gain {gain:.2} outside {lo:.2}-{hi:.2}"
+    );
 }
 
 /// The false-sharing workload ([perf c2c learning path]): a false-sharing finding whose fix

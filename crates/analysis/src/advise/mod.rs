@@ -196,6 +196,8 @@ struct Candidate {
     assumptions: Vec<String>,
     /// A c2c line's location and fields, when the finding comes from c2c.
     location: Option<FindingLocation>,
+    /// `tlb`: the walking loads' whole wait is this finding's (not the PC's miss classes').
+    absorbs_walks: bool,
 }
 
 fn ev(name: &str, value: f64, unit: &str, threshold: Option<f64>, samples: u64) -> Evidence {
@@ -350,6 +352,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
                             m.l1_cycles
                         )],
                         location: None,
+                        absorbs_walks: false,
                     });
                 }
             }
@@ -368,13 +371,24 @@ pub fn advise(input: &AdviseInput) -> Advice {
                 ),
             );
             if s >= r.t("min_walk_share") {
-                let stake = if p.walk_translation_sum > 0 {
-                    // Loads: their measured translation latency; stores' walks at the same mean.
-                    let mean = p.walk_translation_sum as f64 / p.walk_timed_loads.max(1) as f64;
-                    mean * p.tlb_walk as f64
+                // A chase (each load waits for the previous one: no prefetch can run ahead) or
+                // walks that are a quarter or more of the walking loads' wait: the walking
+                // loads' whole wait beyond an L1 hit is the TLB's (their translation, and the
+                // data the page-table lines push out of the caches). Otherwise a prefetch hides
+                // the walks with the misses, and the TLB's stake is the translation alone.
+                let walk_wait = (p.walk_load_to_use_sum as f64
+                    - p.walk_timed_loads as f64 * m.l1_cycles)
+                    .max(p.walk_translation_sum as f64);
+                let xlat_share = p.walk_translation_sum as f64 / walk_wait.max(1.0);
+                let absorbs = is_dependent(p, &m) || xlat_share >= 0.25;
+                let per_walk = if p.walk_timed_loads == 0 {
+                    m.l2_cycles.max(12.0)
+                } else if absorbs {
+                    walk_wait / p.walk_timed_loads as f64
                 } else {
-                    p.tlb_walk as f64 * m.l2_cycles.max(12.0)
+                    p.walk_translation_sum as f64 / p.walk_timed_loads as f64
                 };
+                let stake = per_walk * p.tlb_walk as f64;
                 if stake / total_sampled >= min_share {
                     let obj = object_of(input, *k, p);
                     let size = obj
@@ -421,6 +435,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
                             "huge pages remove the walks' translation latency".into(),
                         ],
                         location: None,
+                        absorbs_walks: absorbs,
                     });
                 }
             }
@@ -470,6 +485,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
                             "a local access costs 60 % of a remote one (assumed)".into()
                         ],
                         location: None,
+                        absorbs_walks: false,
                     });
                 }
             }
@@ -486,7 +502,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
             &mut note_seen,
         );
     }
-    sharing_rules(input, total_sampled, &mut cands, &mut note_seen);
+    sharing_rules(input, &m, total_sampled, &mut cands, &mut note_seen);
     // A PC whose line moves between cores: its waits are the sharing's, not a miss pattern's.
     if let Some(c2c) = input.c2c {
         let shared: std::collections::HashSet<PcKey> = c2c
@@ -505,6 +521,42 @@ pub fn advise(input: &AdviseInput) -> Advice {
             cands.retain(|c| sharing(c.class) || !shared.contains(&c.key));
         }
     }
+    // TLB walks of an access whose pattern is the problem (a column walk, sparse fields) go
+    // with the pattern's fix; otherwise the walking loads' wait is the TLB finding's, and the
+    // miss classes of the same PC keep the rest.
+    let pattern_pcs: std::collections::HashSet<PcKey> = cands
+        .iter()
+        .filter(|c| matches!(c.class, FindingClass::Traversal | FindingClass::Layout))
+        .map(|c| c.key)
+        .collect();
+    cands.retain(|c| !(c.class == FindingClass::Tlb && pattern_pcs.contains(&c.key)));
+    let tlb_pcs: std::collections::HashSet<PcKey> = cands
+        .iter()
+        .filter(|c| c.class == FindingClass::Tlb && c.absorbs_walks)
+        .map(|c| c.key)
+        .collect();
+    for c in cands.iter_mut() {
+        if matches!(c.class, FindingClass::Prefetch | FindingClass::Bandwidth)
+            && tlb_pcs.contains(&c.key)
+        {
+            if let Some(p) = scan.per_pc.get(&c.key) {
+                let rest = 1.0 - share(p.walk_timed_loads, p.timed_loads);
+                c.stake *= rest;
+                c.stake_upper *= rest;
+            }
+        }
+    }
+    // A load waiting for a store it reads is not missing: its wait is the forwarding's.
+    let forwarded: std::collections::HashSet<PcKey> = cands
+        .iter()
+        .filter(|c| c.class == FindingClass::StoreForwarding)
+        .map(|c| c.key)
+        .collect();
+    cands.retain(|c| {
+        !(matches!(c.class, FindingClass::Prefetch | FindingClass::Bandwidth)
+            && forwarded.contains(&c.key))
+    });
+    cands.retain(|c| c.stake / total_sampled >= MIN_COST_SHARE || c.location.is_some());
     heap_churn_rule(input, total_sampled, &mut cands, &mut note_seen);
 
     // Merge candidates of one class at one source line (several PCs of one statement).
@@ -825,6 +877,7 @@ fn branch_rule(
             r.t("upper_penalty_cycles")
         )],
         location: None,
+        absorbs_walks: false,
     });
 }
 
@@ -944,6 +997,7 @@ fn miss_rules(
                     m.l1_cycles
                 )],
                 location: None,
+                absorbs_walks: false,
             });
         }
     }
@@ -1069,6 +1123,7 @@ fn miss_rules(
                     "after the change the accesses hit L1 (the line is reused at once)".into(),
                 ],
                 location: None,
+                absorbs_walks: false,
             });
             return;
         }
@@ -1116,6 +1171,7 @@ fn miss_rules(
                         "lines fetched fall by {s}/{used}; the misses left cost the same"
                     )],
                     location: None,
+                    absorbs_walks: false,
                 });
                 return;
             }
@@ -1148,6 +1204,7 @@ fn miss_rules(
                     samples: mem,
                     assumptions: vec!["after tiling both walks hit L1 for most accesses".into()],
                     location: None,
+                    absorbs_walks: false,
                 });
                 return;
             }
@@ -1189,6 +1246,7 @@ fn miss_rules(
                     samples: mem,
                     assumptions: vec!["bandwidth-bound: a fix saves in proportion to the bytes it removes".into()],
                     location: None,
+                    absorbs_walks: false,
                 });
                 return;
             }
@@ -1205,8 +1263,7 @@ fn miss_rules(
     // or, for a dependent load (one that waited for its address), the L1 latency + 2 cycles.
     let (fn_ops, _) = fn_samples(&k);
     let ops_per_iter = (fn_ops as f64 / p.samples.max(1) as f64).max(1.0);
-    let issue_mean = (p.load_total_sum - p.load_to_use_sum) as f64 / p.timed_loads.max(1) as f64;
-    let dependent = issue_mean >= mean.unwrap_or(0.0) / 2.0 && issue_mean > 2.0 * m.l1_cycles;
+    let dependent = is_dependent(p, m);
     let fast_iter = (ops_per_iter / m.width).max(if dependent { m.l1_cycles + 2.0 } else { 1.0 });
     let dist = (latency / fast_iter).ceil().clamp(1.0, 256.0) as u64;
     let stride_b = if regular { stride } else { None };
@@ -1258,7 +1315,19 @@ fn miss_rules(
             human_bytes(footprint)
         )],
         location: None,
+        absorbs_walks: false,
     });
+}
+
+/// The PC's loads wait for their address (a pointer chase): mean issue latency at least half
+/// the load-to-use and over twice the L1 latency.
+fn is_dependent(p: &PcAccess, m: &Machine) -> bool {
+    if p.timed_loads == 0 {
+        return false;
+    }
+    let n = p.timed_loads as f64;
+    let issue_mean = (p.load_total_sum - p.load_to_use_sum) as f64 / n;
+    issue_mean >= p.load_to_use_sum as f64 / n / 2.0 && issue_mean > 2.0 * m.l1_cycles
 }
 
 fn human_bytes(b: f64) -> String {
@@ -1384,6 +1453,7 @@ fn store_overlap(input: &AdviseInput, k: PcKey, p: &PcAccess) -> f64 {
 
 fn sharing_rules(
     input: &AdviseInput,
+    m: &Machine,
     total_sampled: f64,
     cands: &mut Vec<Candidate>,
     note_seen: &mut impl FnMut(FindingClass, f64, String),
@@ -1422,6 +1492,22 @@ fn sharing_rules(
                 }
             }
         }
+        // A line that moves between cores holds up every access to it, not only the loads
+        // served by the other core (stores wait for ownership, loads for the stores they
+        // read): the wait of its PCs' loads beyond an L1 hit, when larger.
+        let mut pcs: Vec<PcKey> = line
+            .offsets
+            .iter()
+            .flat_map(|o| o.accesses.iter().map(|a| (line.pid, a.pc)))
+            .collect();
+        pcs.sort_unstable();
+        pcs.dedup();
+        let waits: f64 = pcs
+            .iter()
+            .filter_map(|k| input.scan.per_pc.get(k))
+            .map(|p| (p.load_to_use_sum as f64 - p.timed_loads as f64 * m.l1_cycles).max(0.0))
+            .sum();
+        let stake = stake.max(waits);
         note_seen(
             class,
             stake / total_sampled,
@@ -1522,6 +1608,7 @@ fn sharing_rules(
                 "after the fix the peer-core loads hit L1 (each thread owns its line)".into(),
             ],
             location: Some(location),
+            absorbs_walks: false,
         });
     }
 }
@@ -1634,6 +1721,7 @@ fn heap_churn_rule(
                 object: Some(site.site.clone()),
                 ..FindingLocation::default()
             }),
+            absorbs_walks: false,
         });
     }
 }

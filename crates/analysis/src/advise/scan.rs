@@ -242,6 +242,8 @@ pub struct PcAccess {
     pub misaligned_timed_loads: u64,
     pub walk_translation_sum: u64,
     pub walk_timed_loads: u64,
+    /// Load-to-use of the loads with a TLB walk.
+    pub walk_load_to_use_sum: u64,
     pub sources: Vec<SourceCost>,
     /// Time attributed to this PC's samples: each sample is charged the time to its thread's
     /// next sample (capped), ns.
@@ -404,6 +406,7 @@ impl AccessScan {
                         if walk {
                             p.walk_timed_loads += 1;
                             p.walk_translation_sum += xlat;
+                            p.walk_load_to_use_sum += to_use;
                         }
                         if let Some(src) = x.source {
                             if src == DataSource::L1D && to_use < L1_HIT_MAX_CYCLES {
