@@ -36,8 +36,11 @@ pub struct CodeLocation {
     pub function: Option<Arc<str>>,
     /// Offset of the address from the function's start.
     pub function_offset: Option<u64>,
-    /// Source file and line of the address (the innermost inlined frame's, as addr2line
-    /// prints it), when debug information is available.
+    /// Source file and line of the address, when debug information is available: the
+    /// innermost inlined frame's (as addr2line prints it), unless that is in a compiler or
+    /// C/C++ library header ([`is_library_source`]); then the first frame outward in other
+    /// code, the call site in the user's code (`prog.cc:12`, not `atomic_base.h:401`). The
+    /// library frames stay in `inlined`.
     pub file: Option<Arc<str>>,
     pub line: Option<u32>,
     /// Inlined functions at the address, outermost first.
@@ -59,6 +62,46 @@ impl CodeLocation {
     pub fn source_line(&self) -> Option<String> {
         Some(format!("{}:{}", self.file.as_deref()?, self.line?))
     }
+}
+
+/// Whether a source file is a compiler's or the C/C++ libraries' header (or source), not the
+/// user's code: under /usr/include, /usr/lib/gcc, /usr/lib/llvm-N, /usr/local/include, or a
+/// `bits/`, `c++/`, `ext/` or glibc `sysdeps/` directory (libstdc++'s and glibc's layouts).
+pub fn is_library_source(path: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "/usr/include/",
+        "/usr/lib/gcc/",
+        "/usr/lib/llvm",
+        "/usr/local/include/",
+    ];
+    const DIRS: &[&str] = &["bits/", "c++/", "ext/", "sysdeps/"];
+    PREFIXES.iter().any(|p| path.starts_with(p))
+        || DIRS
+            .iter()
+            .any(|d| path.starts_with(d) || path.contains(&format!("/{d}")))
+}
+
+/// The line a sample at an address is shown at: the innermost location outside library
+/// headers, walking from the innermost inlined frame out to the function's own line (`outer`,
+/// the call site of the outermost inlined frame); the innermost location when every frame is
+/// in a library (a library function not inlined, e.g. a template instantiated out of line).
+fn user_line(
+    inlined: &[InlineFrame],
+    outer: (Option<Arc<str>>, Option<u32>),
+) -> (Option<Arc<str>>, Option<u32>) {
+    let chain: Vec<(Option<Arc<str>>, Option<u32>)> = inlined
+        .iter()
+        .rev()
+        .map(|f| (f.file.clone(), f.line))
+        .chain(std::iter::once(outer))
+        .filter(|(file, _)| file.is_some())
+        .collect();
+    chain
+        .iter()
+        .find(|(file, _)| file.as_deref().is_some_and(|f| !is_library_source(f)))
+        .or_else(|| chain.first())
+        .cloned()
+        .unwrap_or((None, None))
 }
 
 /// Whether `path` can be opened and starts like an ELF file; the reason in words when not
@@ -334,11 +377,8 @@ impl CodeSymbolizer {
                             }
                         })
                         .collect();
-                    // The address's own location is the innermost inlined frame's, if any.
-                    let (file, line) = match inlined.last() {
-                        Some(f) if f.file.is_some() => (f.file.clone(), f.line),
-                        _ => sym.code_info.as_deref().map(info).unwrap_or((None, None)),
-                    };
+                    let outer = sym.code_info.as_deref().map(info).unwrap_or((None, None));
+                    let (file, line) = user_line(&inlined, outer);
                     CodeLocation {
                         dso: path.clone(),
                         function: Some(Arc::from(sym.name.as_ref())),
@@ -352,5 +392,65 @@ impl CodeSymbolizer {
                 Symbolized::Unknown(_) => bare(*off),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_headers_are_told_from_user_code() {
+        for lib in [
+            "/usr/include/c++/12/bits/atomic_base.h",
+            "/usr/lib/gcc/aarch64-linux-gnu/12/include/arm_neon.h",
+            "/usr/include/stdlib.h",
+            "bits/stl_vector.h",
+            "./string/../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S",
+        ] {
+            assert!(is_library_source(lib), "{lib}");
+        }
+        for user in ["/home/u/src/prog.cc", "prog.cc", "/work/include/spelunk.h"] {
+            assert!(!is_library_source(user), "{user}");
+        }
+    }
+
+    #[test]
+    fn the_line_shown_is_the_first_frame_outside_library_headers() {
+        let f = |function: &str, file: &str, line: u32| InlineFrame {
+            function: Arc::from(function),
+            file: Some(Arc::from(file)),
+            line: Some(line),
+        };
+        let at = |file: &str, line: u32| (Some(Arc::<str>::from(file)), Some(line));
+        // count() calls fetch_add (atomic_base.h), inlined; the function's own line is the call.
+        let chain = [f(
+            "std::__atomic_base<long>::fetch_add",
+            "/usr/include/c++/12/bits/atomic_base.h",
+            618,
+        )];
+        assert_eq!(user_line(&chain, at("/src/p.cc", 41)), at("/src/p.cc", 41));
+        // A user helper inlined between: its line, not the outer call's.
+        let chain = [
+            f("helper", "/src/p.cc", 12),
+            f(
+                "std::vector<long>::push_back",
+                "/usr/include/c++/12/bits/stl_vector.h",
+                1287,
+            ),
+        ];
+        assert_eq!(user_line(&chain, at("/src/p.cc", 40)), at("/src/p.cc", 12));
+        // Nothing inlined: the address's own line.
+        assert_eq!(user_line(&[], at("/src/p.cc", 7)), at("/src/p.cc", 7));
+        // All library (an out-of-line template instance): the innermost line.
+        let chain = [f(
+            "std::__new_allocator<long>::allocate",
+            "/usr/include/c++/12/bits/new_allocator.h",
+            137,
+        )];
+        assert_eq!(
+            user_line(&chain, at("/usr/include/c++/12/bits/vector.tcc", 114)),
+            at("/usr/include/c++/12/bits/new_allocator.h", 137)
+        );
     }
 }
