@@ -243,6 +243,38 @@ impl CodeSymbolizer {
         loaded
     }
 
+    /// The ELF virtual address and size of the function starting at `file_offset` of the
+    /// local file `path` (found by address: symbolized names are demangled, symbol tables'
+    /// are not); `None` when no sized symbol starts there.
+    pub fn function_extent(
+        &mut self,
+        path: &Path,
+        file_offset: u64,
+    ) -> Result<Option<(u64, u64)>, String> {
+        // The ELF symbol tables first: a function GCC split has one symbol per piece there,
+        // and one DWARF entry for all its pieces.
+        for debug_syms in [false, true] {
+            let mut elf = Elf::new(path);
+            elf.debug_syms = debug_syms;
+            let src = Source::Elf(elf);
+            let found = self
+                .inner
+                .symbolize(&src, Input::FileOffset(&[file_offset]))
+                .map_err(|e| format!("{}: cannot read symbols: {e}", path.display()))?;
+            let extent = found.into_iter().find_map(|r| match r {
+                Symbolized::Sym(s) if s.offset == 0 && s.addr != 0 => match s.size {
+                    Some(size) if size > 0 => Some((s.addr, size as u64)),
+                    _ => None,
+                },
+                _ => None,
+            });
+            if extent.is_some() {
+                return Ok(extent);
+            }
+        }
+        Ok(None)
+    }
+
     /// Symbolizes each (mapping, address). Addresses outside a file mapping get a location
     /// naming the mapping only.
     pub fn symbolize(&mut self, items: &[(Arc<Mapping>, u64)]) -> Vec<Arc<CodeLocation>> {
@@ -345,7 +377,7 @@ impl CodeSymbolizer {
             self.unreadable.insert(path.clone(), why);
             return offsets.iter().map(|o| bare(*o)).collect();
         }
-        let src = Source::Elf(Elf::new(local));
+        let src = Source::Elf(Elf::new(local.clone()));
         let results = match self.inner.symbolize(&src, Input::FileOffset(offsets)) {
             Ok(r) => r,
             Err(e) => {
@@ -353,10 +385,34 @@ impl CodeSymbolizer {
                 return offsets.iter().map(|o| bare(*o)).collect();
             }
         };
+        // A function in several address ranges (GCC's hot/cold split: DW_AT_ranges) comes
+        // back from the DWARF with start 0, so its offset is the address; its pieces have
+        // ELF symbols of their own (`f` and `f.cold`), which name such addresses instead.
+        let split: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r, Symbolized::Sym(s) if s.addr == 0))
+            .map(|(i, _)| i)
+            .collect();
+        let mut elf_names: HashMap<usize, (Arc<str>, u64)> = HashMap::new();
+        if !split.is_empty() {
+            let mut elf = Elf::new(local);
+            elf.debug_syms = false;
+            let src = Source::Elf(elf);
+            let wanted: Vec<u64> = split.iter().map(|i| offsets[*i]).collect();
+            if let Ok(found) = self.inner.symbolize(&src, Input::FileOffset(&wanted)) {
+                for (i, r) in split.iter().zip(found) {
+                    if let Symbolized::Sym(sym) = r {
+                        elf_names.insert(*i, (Arc::from(sym.name.as_ref()), sym.offset as u64));
+                    }
+                }
+            }
+        }
         offsets
             .iter()
             .zip(results)
-            .map(|(off, r)| match r {
+            .enumerate()
+            .map(|(i, (off, r))| match r {
                 Symbolized::Sym(sym) => {
                     let info = |ci: &blazesym::symbolize::CodeInfo<'_>| {
                         (
@@ -379,10 +435,14 @@ impl CodeSymbolizer {
                         .collect();
                     let outer = sym.code_info.as_deref().map(info).unwrap_or((None, None));
                     let (file, line) = user_line(&inlined, outer);
+                    let (function, function_offset) = match elf_names.remove(&i) {
+                        Some((name, offset)) => (name, offset),
+                        None => (Arc::from(sym.name.as_ref()), sym.offset as u64),
+                    };
                     CodeLocation {
                         dso: path.clone(),
-                        function: Some(Arc::from(sym.name.as_ref())),
-                        function_offset: Some(sym.offset as u64),
+                        function: Some(function),
+                        function_offset: Some(function_offset),
                         file,
                         line,
                         inlined,

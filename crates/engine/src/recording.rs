@@ -10,6 +10,7 @@
 use spelunk_analysis::context::RecordingContext;
 use spelunk_analysis::kallsyms::KernelSymbols;
 use spelunk_analysis::model::Losses;
+use spelunk_analysis::names::FunctionQuery;
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_decode::{
     plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError, SampleMap,
@@ -377,7 +378,9 @@ impl Recording {
         sym
     }
 
-    /// The (pid, PC) pairs of `pcs` that symbolize to a function named `name`.
+    /// The (pid, PC) pairs of `pcs` that symbolize to a function `name` names: its full
+    /// (demangled), short or mangled name ([`FunctionQuery`]; a short name takes in every
+    /// overload, and a function's `.cold`/`.part` pieces belong to it).
     pub fn pcs_in_function(
         &self,
         symbolizer: &mut CodeSymbolizer,
@@ -395,10 +398,15 @@ impl Recording {
             .collect();
         let locs =
             symbolizer.symbolize(&requests.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>());
+        let query = FunctionQuery::new(name);
         requests
             .iter()
             .zip(locs)
-            .filter(|(_, l)| l.function.as_deref() == Some(name))
+            .filter(|(_, l)| {
+                l.function
+                    .as_deref()
+                    .is_some_and(|f| query.matches(f).is_some())
+            })
             .map(|((k, _), _)| *k)
             .collect()
     }
