@@ -1,6 +1,30 @@
 //! Plain text tables, as every terminal report prints them.
 
 use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The widest a table line may be, in characters; 0 for no limit. Set once by the front end
+/// from the terminal's width ([`set_table_width`]).
+static TABLE_WIDTH: AtomicUsize = AtomicUsize::new(0);
+
+/// Cuts the text columns of terminal tables so their lines fit in `width` characters (a
+/// terminal's width); `None` prints names in full (`--wide`, or output that is not a terminal).
+/// JSON and the other formats always carry the full names.
+pub fn set_table_width(width: Option<usize>) {
+    TABLE_WIDTH.store(width.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// Narrowest a cut column gets (characters).
+const MIN_CUT_WIDTH: usize = 24;
+
+/// `s` cut to `width` characters, ending in `...` when cut.
+fn cut(s: &str, width: usize) -> std::borrow::Cow<'_, str> {
+    if s.chars().count() <= width {
+        return s.into();
+    }
+    let keep: String = s.chars().take(width.saturating_sub(3)).collect();
+    format!("{keep}...").into()
+}
 
 /// A plain text table with right-aligned numeric columns.
 pub(crate) struct Table {
@@ -38,7 +62,34 @@ impl Table {
                 }
             }
         }
+        // Over the width: narrow the widest text column, step by step, down to
+        // MIN_CUT_WIDTH (or its header).
+        let limit = TABLE_WIDTH.load(Ordering::Relaxed);
+        if limit > 0 {
+            let total = |w: &[usize]| 2 + w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+            while total(&w) > limit {
+                let floor = |i: usize| MIN_CUT_WIDTH.max(self.header[i].chars().count());
+                let Some(i) = (0..w.len())
+                    .filter(|&i| self.left[i] && w[i] > floor(i))
+                    .max_by_key(|&i| w[i])
+                else {
+                    break;
+                };
+                w[i] = w[i].saturating_sub(total(&w) - limit).max(floor(i));
+            }
+        }
         let line = |cells: Vec<&str>, out: &mut String| {
+            let cells: Vec<std::borrow::Cow<'_, str>> = cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    if self.left[i] {
+                        cut(c, w[i])
+                    } else {
+                        (*c).into()
+                    }
+                })
+                .collect();
             let mut s = String::new();
             for (i, c) in cells.iter().enumerate() {
                 if i > 0 {
