@@ -730,7 +730,7 @@ impl<'a> ProfileBuilder<'a> {
                 .or_default()
                 .merge(agg);
             lines
-                .entry((fname.clone(), loc.file.clone(), loc.line))
+                .entry((base_name(&fname).to_string(), loc.file.clone(), loc.line))
                 .or_insert_with(|| (loc.clone(), Agg::default()))
                 .1
                 .merge(agg);
