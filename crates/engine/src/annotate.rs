@@ -5,7 +5,7 @@
 use crate::recording::{Recording, RecordingError};
 use spelunk_analysis::agg::Agg;
 use spelunk_analysis::annotate::{annotate, AnnotateInput, AnnotateReport, PieceInput};
-use spelunk_analysis::names::{base_name, is_part, FunctionQuery};
+use spelunk_analysis::names::{base_name, is_part, FunctionQuery, NameMatch};
 use spelunk_analysis::profile::Filter;
 use spelunk_analysis::select::Selector;
 use spelunk_analysis::symbolize::CodeSymbolizer;
@@ -53,6 +53,11 @@ pub enum AnnotateError {
         detail: String,
     },
 }
+
+/// Samples per offset from a function's start.
+type PerOffset = HashMap<u64, Agg>;
+/// A piece of a function: its start file offset, name and samples.
+type Piece = (u64, Arc<str>, PerOffset);
 
 fn not_readable(unreadable: &[(String, String)]) -> String {
     if unreadable.is_empty() {
@@ -124,40 +129,42 @@ impl Recording {
         // The sampled functions the name names ([`FunctionQuery`]: full, short or mangled),
         // as (dso, function start file offset) → (function, offset → samples).
         let query = FunctionQuery::new(name);
-        let mut instances: HashMap<Instance, (Arc<str>, HashMap<u64, Agg>)> = HashMap::new();
+        let mut instances: HashMap<Instance, (Arc<str>, NameMatch, PerOffset)> = HashMap::new();
         for (k, loc) in of_request.iter().zip(&locations) {
             let Some(function) = &loc.function else {
                 continue;
             };
-            if query.matches(function).is_none() {
+            let Some(how) = query.matches(function) else {
                 continue;
-            }
+            };
             let (Some(off), Some(foff)) = (loc.function_offset, loc.file_offset) else {
                 continue;
             };
             let Some(agg) = per_pc.get(k) else { continue };
             instances
                 .entry((loc.dso.clone(), foff.saturating_sub(off)))
-                .or_insert_with(|| (function.clone(), HashMap::new()))
-                .1
+                .or_insert_with(|| (function.clone(), how, HashMap::new()))
+                .2
                 .entry(off)
                 .or_default()
                 .merge(agg);
         }
+        // A name that is some function's full name means that function, not others whose
+        // short form it also is (`f` is the C function f, not also `ns::f(int)`).
+        if instances.values().any(|i| i.1 == NameMatch::Full) {
+            instances.retain(|_, i| i.1 == NameMatch::Full);
+        }
         let samples_of = |m: &HashMap<u64, Agg>| m.values().map(|a| a.samples).sum::<u64>();
         // One function with its parts (`f.cold`, `f.part.0`) per (dso, name without the
         // clone suffix); several names are overloads (or namesakes in other scopes).
-        let mut functions: BTreeMap<(Arc<str>, String), Vec<(u64, Arc<str>, HashMap<u64, Agg>)>> =
-            BTreeMap::new();
-        for ((dso, start), (function, per_offset)) in instances {
+        let mut functions: BTreeMap<(Arc<str>, String), Vec<Piece>> = BTreeMap::new();
+        for ((dso, start), (function, _, per_offset)) in instances {
             functions
                 .entry((dso, base_name(&function).to_string()))
                 .or_default()
                 .push((start, function, per_offset));
         }
-        let total = |pieces: &[(u64, Arc<str>, HashMap<u64, Agg>)]| {
-            pieces.iter().map(|p| samples_of(&p.2)).sum::<u64>()
-        };
+        let total = |pieces: &[Piece]| pieces.iter().map(|p| samples_of(&p.2)).sum::<u64>();
         let mut names: BTreeMap<&str, u64> = BTreeMap::new();
         for ((_, n), pieces) in &functions {
             *names.entry(n).or_default() += total(pieces);
@@ -174,8 +181,7 @@ impl Recording {
                     .collect(),
             });
         }
-        let mut ranked: Vec<((Arc<str>, String), Vec<(u64, Arc<str>, HashMap<u64, Agg>)>)> =
-            functions.into_iter().collect();
+        let mut ranked: Vec<_> = functions.into_iter().collect();
         ranked.sort_by(|a, b| total(&b.1).cmp(&total(&a.1)).then(a.0.cmp(&b.0)));
         let mut ranked = ranked.into_iter();
         let Some(((dso, _), mut pieces)) = ranked.next() else {
