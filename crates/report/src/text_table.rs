@@ -32,6 +32,9 @@ pub(crate) struct Table {
     /// Columns aligned left (text); the others are aligned right.
     left: Vec<bool>,
     rows: Vec<Vec<String>>,
+    /// Per row, a shorter form of some cells, shown instead of cutting the cell when the
+    /// column is narrowed to fit the width (a C++ name without its parameters).
+    shorter: Vec<Vec<Option<String>>>,
 }
 
 impl Table {
@@ -40,6 +43,7 @@ impl Table {
             header: cols.iter().map(|c| c.0.to_string()).collect(),
             left: cols.iter().map(|c| c.1).collect(),
             rows: Vec::new(),
+            shorter: Vec::new(),
         }
     }
     /// A table of right-aligned (numeric) columns.
@@ -48,10 +52,17 @@ impl Table {
             left: vec![false; header.len()],
             header,
             rows: Vec::new(),
+            shorter: Vec::new(),
         }
     }
     pub(crate) fn row(&mut self, r: Vec<String>) {
         self.rows.push(r);
+        self.shorter.push(Vec::new());
+    }
+    /// A row with shorter forms of some of its cells, for when they must be cut.
+    pub(crate) fn row_with_shorter(&mut self, r: Vec<String>, shorter: Vec<Option<String>>) {
+        self.rows.push(r);
+        self.shorter.push(shorter);
     }
     pub(crate) fn render(&self, out: &mut String) {
         let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
@@ -78,15 +89,18 @@ impl Table {
                 w[i] = w[i].saturating_sub(total(&w) - limit).max(floor(i));
             }
         }
-        let line = |cells: Vec<&str>, out: &mut String| {
+        let no_shorter: Vec<Option<String>> = Vec::new();
+        let line = |cells: Vec<&str>, shorter: &[Option<String>], out: &mut String| {
             let cells: Vec<std::borrow::Cow<'_, str>> = cells
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
-                    if self.left[i] {
-                        cut(c, w[i])
-                    } else {
-                        (*c).into()
+                    if !self.left[i] {
+                        return (*c).into();
+                    }
+                    match shorter.get(i).and_then(|s| s.as_deref()) {
+                        Some(s) if c.chars().count() > w[i] => cut(s, w[i]),
+                        _ => cut(c, w[i]),
                     }
                 })
                 .collect();
@@ -109,9 +123,13 @@ impl Table {
             }
             let _ = writeln!(out, "  {}", s.trim_end());
         };
-        line(self.header.iter().map(|h| h.as_str()).collect(), out);
-        for r in &self.rows {
-            line(r.iter().map(|c| c.as_str()).collect(), out);
+        line(
+            self.header.iter().map(|h| h.as_str()).collect(),
+            &no_shorter,
+            out,
+        );
+        for (r, shorter) in self.rows.iter().zip(&self.shorter) {
+            line(r.iter().map(|c| c.as_str()).collect(), shorter, out);
         }
     }
 }
