@@ -84,7 +84,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FROM,TO")]
     pub pc_range: Option<String>,
 
-    /// Only samples in this function (as symbolized)
+    /// Only samples in this function: its name as the report shows it, the mangled name, or a
+    /// short form without parameters (which takes in every overload)
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
 
