@@ -3,14 +3,16 @@
 //!
 //! A block's stack holds return addresses, innermost first. The allocating call is the first
 //! frame outside the allocator's own libraries (libc, libstdc++'s operator new, spelunk's
-//! runtime, the dynamic loader, jemalloc/tcmalloc): for `new T[n]` that is the caller of
+//! runtime, the dynamic loader, jemalloc/tcmalloc) and outside the C++ library's headers
+//! (`std::vector` growth allocates from libstdc++'s `_M_realloc_insert`, instantiated in the
+//! program: the site is the user's `push_back` line): for `new T[n]` that is the caller of
 //! operator new, not operator new. A return address is symbolized one byte back, inside the
 //! call instruction, so the line is the call's line. Symbolization goes through the recording's
 //! address spaces (the perf.data's mmap records) and blazesym, once per distinct address.
 
 use crate::maps::{AddressSpaces, MappingKind};
 use crate::objects::HeapBlock;
-use crate::symbolize::{short_name, CodeSymbolizer};
+use crate::symbolize::{is_library_source, short_name, CodeLocation, CodeSymbolizer};
 use spelunk_perf::sidecar::Allocation;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -41,11 +43,13 @@ pub fn heap_blocks(
     allocations: &[Allocation],
 ) -> Vec<HeapBlock> {
     let mut symbolizer = CodeSymbolizer::new(symfs.cloned());
-    // The allocating frame of each block: (mapping, address) to symbolize, or a bare label.
-    let mut labels: HashMap<(u32, u64), Arc<str>> = HashMap::new();
+    // Every frame outside the allocator's libraries, symbolized once per (pid, PC).
+    let mut index: HashMap<(u32, u64), usize> = HashMap::new();
     let mut todo = Vec::new();
-    let mut todo_keys = Vec::new();
-    let frame_of = |a: &Allocation| -> Option<(u64, Arc<crate::maps::Mapping>)> {
+    let mut candidates: Vec<Vec<usize>> = Vec::with_capacity(allocations.len());
+    let mut fallbacks: Vec<Option<usize>> = Vec::with_capacity(allocations.len());
+    for a in allocations {
+        let mut mine = Vec::new();
         let mut fallback = None;
         for &ret in &a.stack {
             let pc = ret.saturating_sub(1);
@@ -55,57 +59,77 @@ pub fn heap_blocks(
             if m.kind != MappingKind::File {
                 continue;
             }
-            if !is_allocator(&m.path) {
-                return Some((pc, m.clone()));
-            }
-            fallback.get_or_insert((pc, m.clone()));
-        }
-        fallback
-    };
-    let mut frames = Vec::with_capacity(allocations.len());
-    for a in allocations {
-        let f = frame_of(a);
-        if let Some((pc, m)) = &f {
-            if let std::collections::hash_map::Entry::Vacant(e) = labels.entry((a.pid, *pc)) {
-                e.insert(Arc::from(""));
-                todo.push((m.clone(), *pc));
-                todo_keys.push((a.pid, *pc));
+            let i = *index.entry((a.pid, pc)).or_insert_with(|| {
+                todo.push((m.clone(), pc));
+                todo.len() - 1
+            });
+            if is_allocator(&m.path) {
+                fallback.get_or_insert(i);
+            } else {
+                mine.push(i);
             }
         }
-        frames.push(f.map(|(pc, _)| pc));
+        candidates.push(mine);
+        fallbacks.push(fallback);
     }
     let locations = symbolizer.symbolize(&todo);
-    for (key, loc) in todo_keys.into_iter().zip(locations) {
-        let label = match (&loc.file, loc.line) {
-            (Some(file), Some(line)) => {
-                format!("{}:{} ({})", short_name(file), line, loc.function_name())
-            }
-            _ => match &loc.function {
-                Some(f) => format!("{f} ({})", short_name(&loc.dso)),
-                None => format!(
-                    "{}+{:#x}",
-                    short_name(&loc.dso),
-                    loc.file_offset.unwrap_or_default()
-                ),
-            },
-        };
-        labels.insert(key, Arc::from(label));
-    }
+    // The allocating frame: the first outside the allocators whose line is the user's (not a
+    // standard-library header: `std::vector` growth calls operator new from libstdc++'s
+    // templates, instantiated in the program), else the first outside the allocators, else
+    // the first frame.
+    let user = |i: &usize| {
+        locations[*i]
+            .file
+            .as_deref()
+            .is_some_and(|f| !is_library_source(f))
+    };
+    let mut labels: HashMap<usize, Arc<str>> = HashMap::new();
     let unknown: Arc<str> = Arc::from("[unknown allocation site]");
     allocations
         .iter()
-        .zip(frames)
-        .map(|(a, pc)| HeapBlock {
-            pid: a.pid,
-            start: a.address,
-            size: a.size,
-            site: pc
-                .and_then(|pc| labels.get(&(a.pid, pc)).cloned())
-                .unwrap_or_else(|| unknown.clone()),
-            from_ns: a.from_ns,
-            until_ns: a.until_ns,
+        .zip(candidates.iter().zip(fallbacks))
+        .map(|(a, (mine, fallback))| {
+            let frame = mine
+                .iter()
+                .find(|i| user(i))
+                .or(mine.first())
+                .copied()
+                .or(fallback);
+            let site = match frame {
+                Some(i) => labels
+                    .entry(i)
+                    .or_insert_with(|| site_label(&locations[i]))
+                    .clone(),
+                None => unknown.clone(),
+            };
+            HeapBlock {
+                pid: a.pid,
+                start: a.address,
+                size: a.size,
+                site,
+                from_ns: a.from_ns,
+                until_ns: a.until_ns,
+            }
         })
         .collect()
+}
+
+/// `file:line (function)`, or what is known of the frame without line information.
+fn site_label(loc: &CodeLocation) -> Arc<str> {
+    let label = match (&loc.file, loc.line) {
+        (Some(file), Some(line)) => {
+            format!("{}:{} ({})", short_name(file), line, loc.function_name())
+        }
+        _ => match &loc.function {
+            Some(f) => format!("{f} ({})", short_name(&loc.dso)),
+            None => format!(
+                "{}+{:#x}",
+                short_name(&loc.dso),
+                loc.file_offset.unwrap_or_default()
+            ),
+        },
+    };
+    Arc::from(label)
 }
 
 #[cfg(test)]

@@ -13,8 +13,6 @@ use crate::maps::Mapping;
 use crate::model::GroupStats;
 use crate::profile::group_stats;
 use crate::symbolize::CodeSymbolizer;
-use blazesym::inspect::source::{Elf, Source};
-use blazesym::inspect::Inspector;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::Path;
@@ -66,6 +64,10 @@ pub struct AnnotateReport {
     /// Function totals (share = share_of_selected).
     pub totals: GroupStats,
     pub instructions: Vec<AnnotatedInstruction>,
+    /// The pieces GCC split off the function (`f.cold`, `f.part.0`: [`crate::names`]), each
+    /// annotated like the function; `samples`, `totals` and every `share` count the function
+    /// with its parts.
+    pub parts: Vec<AnnotatedPart>,
     /// Samples at addresses of the function that are not instruction starts (should be 0).
     pub unplaced_samples: u64,
     /// Source files with their lines, for interleaving (path → text lines), when readable here.
@@ -76,9 +78,30 @@ pub struct AnnotateReport {
     pub losses: crate::model::Losses,
 }
 
+/// A piece of the annotated function emitted as a symbol of its own (`f(int) [clone .cold]`).
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct AnnotatedPart {
+    pub function: String,
+    /// ELF virtual address and size of the piece.
+    pub start: u64,
+    pub size: u64,
+    /// Selected samples in the piece.
+    pub samples: u64,
+    pub instructions: Vec<AnnotatedInstruction>,
+}
+
+/// A piece of the function to annotate: its symbol's name as symbolized, the file offset of
+/// its first byte and its samples per offset from there.
+pub struct PieceInput {
+    pub function: String,
+    pub start_file_offset: u64,
+    pub per_offset: HashMap<u64, Agg>,
+}
+
 /// What to annotate: a function of a file, and the samples in it keyed by ELF virtual address.
 pub struct AnnotateInput<'a> {
     pub file: String,
+    /// The function's name as symbolized (demangled).
     pub function: &'a str,
     /// The recorded path of the binary, and where it is here.
     pub dso: Arc<str>,
@@ -89,50 +112,143 @@ pub struct AnnotateInput<'a> {
     pub per_offset: HashMap<u64, Agg>,
     pub selected: u64,
     pub filter: Vec<String>,
+    /// The pieces GCC split off the function, with their samples.
+    pub parts: Vec<PieceInput>,
 }
 
-/// Disassembles the function and places the samples and source lines.
+/// Disassembles the function (and its parts) and places the samples and source lines.
 pub fn annotate(
     input: AnnotateInput<'_>,
     symbolizer: &mut CodeSymbolizer,
 ) -> Result<AnnotateReport, String> {
     let elf = ElfCode::open(input.local_path)?;
     let name = input.function;
+    let mut totals = Agg::default();
+    for a in input
+        .per_offset
+        .values()
+        .chain(input.parts.iter().flat_map(|p| p.per_offset.values()))
+    {
+        totals.merge(a);
+    }
+    let samples = totals.samples;
+    let mut sources: HashMap<String, Arc<Vec<String>>> = HashMap::new();
+    let main = Piece {
+        function: name,
+        start_file_offset: input.start_file_offset,
+        per_offset: &input.per_offset,
+    };
+    let body = annotate_piece(
+        &elf,
+        &input,
+        &main,
+        (samples, totals.cost_sampled_cycles()),
+        &mut sources,
+        symbolizer,
+    )?;
+    let mut placed = body.placed;
+    let mut parts = Vec::with_capacity(input.parts.len());
+    for p in &input.parts {
+        let piece = Piece {
+            function: &p.function,
+            start_file_offset: p.start_file_offset,
+            per_offset: &p.per_offset,
+        };
+        let a = annotate_piece(
+            &elf,
+            &input,
+            &piece,
+            (samples, totals.cost_sampled_cycles()),
+            &mut sources,
+            symbolizer,
+        )?;
+        placed += a.placed;
+        parts.push(AnnotatedPart {
+            function: p.function.clone(),
+            start: a.start,
+            size: a.size,
+            samples: p.per_offset.values().map(|x| x.samples).sum(),
+            instructions: a.instructions,
+        });
+    }
+    let mut notes = Vec::new();
+    let unplaced = samples - placed.min(samples);
+    if unplaced > 0 {
+        notes.push(format!(
+            "{unplaced} samples are at addresses that do not start an instruction of the disassembly"
+        ));
+    }
+    let mut t = group_stats(&totals, input.selected, totals.cost_sampled_cycles());
+    t.share = if input.selected == 0 {
+        0.0
+    } else {
+        samples as f64 / input.selected as f64
+    };
+    Ok(AnnotateReport {
+        schema: ANNOTATE_SCHEMA,
+        file: input.file,
+        function: name.to_string(),
+        dso: input.dso.to_string(),
+        arch: elf.arch.name().to_string(),
+        start: body.start,
+        size: body.size,
+        samples,
+        selected: input.selected,
+        share_of_selected: t.share,
+        filter: input.filter,
+        totals: t,
+        instructions: body.instructions,
+        parts,
+        unplaced_samples: unplaced,
+        sources,
+        notes,
+        losses: Default::default(),
+    })
+}
+
+struct Piece<'a> {
+    function: &'a str,
+    start_file_offset: u64,
+    per_offset: &'a HashMap<u64, Agg>,
+}
+
+struct AnnotatedPiece {
+    start: u64,
+    size: u64,
+    instructions: Vec<AnnotatedInstruction>,
+    /// Samples at instruction starts.
+    placed: u64,
+}
+
+/// One piece's instructions, with shares of the function's `samples`.
+fn annotate_piece(
+    elf: &ElfCode,
+    input: &AnnotateInput<'_>,
+    piece: &Piece<'_>,
+    (samples, total_cost): (u64, u64),
+    sources: &mut HashMap<String, Arc<Vec<String>>>,
+    symbolizer: &mut CodeSymbolizer,
+) -> Result<AnnotatedPiece, String> {
+    let name = piece.function;
     let shown = input.local_path.display();
-    // The symbol's address and size, from the symbol tables (the instance at our offset).
-    let src = Source::Elf(Elf::new(input.local_path));
-    let inspector = Inspector::new();
-    let found = inspector
-        .lookup(&src, &[name])
-        .map_err(|e| format!("{shown}: cannot read symbols: {e}"))?;
-    let sym = found
-        .iter()
-        .flatten()
-        .filter(|s| s.size.is_some_and(|z| z > 0))
-        .find(|s| s.file_offset == Some(input.start_file_offset))
-        .or_else(|| {
-            let vaddr = elf.vaddr_of_file_offset(input.start_file_offset)?;
-            found
-                .iter()
-                .flatten()
-                .find(|s| s.addr == vaddr && s.size.is_some_and(|z| z > 0))
-        })
+    // The symbol's address and size, from the symbol at the piece's first byte (found by
+    // address, not by name: the name symbolized is demangled, the symbol table's is not).
+    let (start, size) = symbolizer
+        .function_extent(input.local_path, piece.start_file_offset)?
         .ok_or_else(|| {
             format!(
                 "{shown}: no symbol '{name}' with a size at file offset {:#x}",
-                input.start_file_offset
+                piece.start_file_offset
             )
         })?;
-    let start = sym.addr;
-    let size = sym.size.unwrap_or(0) as u64;
     let code = elf.read(start, size)?;
     let insns = disassemble(elf.arch, &code, start);
 
-    // Source lines of every instruction, in one batch, through a mapping of the function.
+    // Source lines of every instruction, in one batch, through a mapping of the piece.
     let mapping = Arc::new(Mapping::new(
         start,
         size,
-        input.start_file_offset,
+        piece.start_file_offset,
         &input.dso,
         true,
         0,
@@ -141,16 +257,10 @@ pub fn annotate(
         insns.iter().map(|i| (mapping.clone(), i.address)).collect();
     let locations = symbolizer.symbolize(&requests);
 
-    let samples: u64 = input.per_offset.values().map(|a| a.samples).sum();
-    let mut totals = Agg::default();
-    for a in input.per_offset.values() {
-        totals.merge(a);
-    }
     let mut placed = 0u64;
-    let mut sources: HashMap<String, Arc<Vec<String>>> = HashMap::new();
     let mut instructions = Vec::with_capacity(insns.len());
     for (insn, loc) in insns.iter().zip(&locations) {
-        let agg = input
+        let agg = piece
             .per_offset
             .get(&(insn.address - start))
             .cloned()
@@ -185,39 +295,13 @@ pub fn annotate(
             access_bytes: insn.access_bytes,
             file,
             line: loc.line,
-            stats: group_stats(&agg, samples, totals.cost_sampled_cycles()),
+            stats: group_stats(&agg, samples, total_cost),
         });
     }
-    let mut notes = Vec::new();
-    let unplaced = samples - placed.min(samples);
-    if unplaced > 0 {
-        notes.push(format!(
-            "{unplaced} samples are at addresses that do not start an instruction of the disassembly"
-        ));
-    }
-    let mut t = group_stats(&totals, input.selected, totals.cost_sampled_cycles());
-    t.share = if input.selected == 0 {
-        0.0
-    } else {
-        samples as f64 / input.selected as f64
-    };
-    Ok(AnnotateReport {
-        schema: ANNOTATE_SCHEMA,
-        file: input.file,
-        function: name.to_string(),
-        dso: input.dso.to_string(),
-        arch: elf.arch.name().to_string(),
+    Ok(AnnotatedPiece {
         start,
         size,
-        samples,
-        selected: input.selected,
-        share_of_selected: t.share,
-        filter: input.filter,
-        totals: t,
         instructions,
-        unplaced_samples: unplaced,
-        sources,
-        notes,
-        losses: Default::default(),
+        placed,
     })
 }

@@ -20,6 +20,7 @@ pub mod footprint;
 pub mod kallsyms;
 pub mod maps;
 pub mod model;
+pub mod names;
 pub mod object_timelines;
 pub mod objects;
 pub mod phases;

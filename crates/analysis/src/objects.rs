@@ -245,11 +245,10 @@ impl DataObjects {
                             let r = inspector.for_each(&src, |s| {
                                 if s.sym_type == SymType::Variable {
                                     if let Some(size) = s.size.filter(|z| *z > 0) {
-                                        vars.push((
-                                            Arc::<str>::from(s.name.as_ref()),
-                                            s.addr,
-                                            size as u64,
-                                        ));
+                                        // Symbol tables hold mangled names.
+                                        let name = crate::names::demangle(&s.name)
+                                            .map_or_else(|| Arc::from(s.name.as_ref()), Arc::from);
+                                        vars.push((name, s.addr, size as u64));
                                     }
                                 }
                                 ControlFlow::Continue(())

@@ -11,6 +11,7 @@ use crate::fasthash::FastMap;
 use crate::footprint::RegionCounts;
 use crate::maps::AddressSpaces;
 use crate::model::*;
+use crate::names::base_name;
 use crate::objects::{DataObject, DataObjects, ObjectKind};
 use crate::phases::{PhaseIndex, PhaseInstance};
 use crate::stats::LatencyStats;
@@ -729,12 +730,13 @@ impl<'a> ProfileBuilder<'a> {
         for (i, (key, agg)) in pcs.iter().enumerate() {
             let loc = loc_of(i);
             let fname = loc.function_name();
+            // A function's `.cold`/`.part.N` pieces count as the function (names.rs).
             functions
-                .entry((loc.dso.clone(), fname.clone()))
+                .entry((loc.dso.clone(), base_name(&fname).to_string()))
                 .or_default()
                 .merge(agg);
             lines
-                .entry((fname.clone(), loc.file.clone(), loc.line))
+                .entry((base_name(&fname).to_string(), loc.file.clone(), loc.line))
                 .or_insert_with(|| (loc.clone(), Agg::default()))
                 .1
                 .merge(agg);

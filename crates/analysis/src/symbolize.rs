@@ -36,8 +36,11 @@ pub struct CodeLocation {
     pub function: Option<Arc<str>>,
     /// Offset of the address from the function's start.
     pub function_offset: Option<u64>,
-    /// Source file and line of the address (the innermost inlined frame's, as addr2line
-    /// prints it), when debug information is available.
+    /// Source file and line of the address, when debug information is available: the
+    /// innermost inlined frame's (as addr2line prints it), unless that is in a compiler or
+    /// C/C++ library header ([`is_library_source`]); then the first frame outward in other
+    /// code, the call site in the user's code (`prog.cc:12`, not `atomic_base.h:401`). The
+    /// library frames stay in `inlined`.
     pub file: Option<Arc<str>>,
     pub line: Option<u32>,
     /// Inlined functions at the address, outermost first.
@@ -59,6 +62,46 @@ impl CodeLocation {
     pub fn source_line(&self) -> Option<String> {
         Some(format!("{}:{}", self.file.as_deref()?, self.line?))
     }
+}
+
+/// Whether a source file is a compiler's or the C/C++ libraries' header (or source), not the
+/// user's code: under /usr/include, /usr/lib/gcc, /usr/lib/llvm-N, /usr/local/include, or a
+/// `bits/`, `c++/`, `ext/` or glibc `sysdeps/` directory (libstdc++'s and glibc's layouts).
+pub fn is_library_source(path: &str) -> bool {
+    const PREFIXES: &[&str] = &[
+        "/usr/include/",
+        "/usr/lib/gcc/",
+        "/usr/lib/llvm",
+        "/usr/local/include/",
+    ];
+    const DIRS: &[&str] = &["bits/", "c++/", "ext/", "sysdeps/"];
+    PREFIXES.iter().any(|p| path.starts_with(p))
+        || DIRS
+            .iter()
+            .any(|d| path.starts_with(d) || path.contains(&format!("/{d}")))
+}
+
+/// The line a sample at an address is shown at: the innermost location outside library
+/// headers, walking from the innermost inlined frame out to the function's own line (`outer`,
+/// the call site of the outermost inlined frame); the innermost location when every frame is
+/// in a library (a library function not inlined, e.g. a template instantiated out of line).
+fn user_line(
+    inlined: &[InlineFrame],
+    outer: (Option<Arc<str>>, Option<u32>),
+) -> (Option<Arc<str>>, Option<u32>) {
+    let chain: Vec<(Option<Arc<str>>, Option<u32>)> = inlined
+        .iter()
+        .rev()
+        .map(|f| (f.file.clone(), f.line))
+        .chain(std::iter::once(outer))
+        .filter(|(file, _)| file.is_some())
+        .collect();
+    chain
+        .iter()
+        .find(|(file, _)| file.as_deref().is_some_and(|f| !is_library_source(f)))
+        .or_else(|| chain.first())
+        .cloned()
+        .unwrap_or((None, None))
 }
 
 /// Whether `path` can be opened and starts like an ELF file; the reason in words when not
@@ -200,6 +243,38 @@ impl CodeSymbolizer {
         loaded
     }
 
+    /// The ELF virtual address and size of the function starting at `file_offset` of the
+    /// local file `path` (found by address: symbolized names are demangled, symbol tables'
+    /// are not); `None` when no sized symbol starts there.
+    pub fn function_extent(
+        &mut self,
+        path: &Path,
+        file_offset: u64,
+    ) -> Result<Option<(u64, u64)>, String> {
+        // The ELF symbol tables first: a function GCC split has one symbol per piece there,
+        // and one DWARF entry for all its pieces.
+        for debug_syms in [false, true] {
+            let mut elf = Elf::new(path);
+            elf.debug_syms = debug_syms;
+            let src = Source::Elf(elf);
+            let found = self
+                .inner
+                .symbolize(&src, Input::FileOffset(&[file_offset]))
+                .map_err(|e| format!("{}: cannot read symbols: {e}", path.display()))?;
+            let extent = found.into_iter().find_map(|r| match r {
+                Symbolized::Sym(s) if s.offset == 0 && s.addr != 0 => match s.size {
+                    Some(size) if size > 0 => Some((s.addr, size as u64)),
+                    _ => None,
+                },
+                _ => None,
+            });
+            if extent.is_some() {
+                return Ok(extent);
+            }
+        }
+        Ok(None)
+    }
+
     /// Symbolizes each (mapping, address). Addresses outside a file mapping get a location
     /// naming the mapping only.
     pub fn symbolize(&mut self, items: &[(Arc<Mapping>, u64)]) -> Vec<Arc<CodeLocation>> {
@@ -302,7 +377,7 @@ impl CodeSymbolizer {
             self.unreadable.insert(path.clone(), why);
             return offsets.iter().map(|o| bare(*o)).collect();
         }
-        let src = Source::Elf(Elf::new(local));
+        let src = Source::Elf(Elf::new(local.clone()));
         let results = match self.inner.symbolize(&src, Input::FileOffset(offsets)) {
             Ok(r) => r,
             Err(e) => {
@@ -310,10 +385,34 @@ impl CodeSymbolizer {
                 return offsets.iter().map(|o| bare(*o)).collect();
             }
         };
+        // A function in several address ranges (GCC's hot/cold split: DW_AT_ranges) comes
+        // back from the DWARF with start 0, so its offset is the address; its pieces have
+        // ELF symbols of their own (`f` and `f.cold`), which name such addresses instead.
+        let split: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| matches!(r, Symbolized::Sym(s) if s.addr == 0))
+            .map(|(i, _)| i)
+            .collect();
+        let mut elf_names: HashMap<usize, (Arc<str>, u64)> = HashMap::new();
+        if !split.is_empty() {
+            let mut elf = Elf::new(local);
+            elf.debug_syms = false;
+            let src = Source::Elf(elf);
+            let wanted: Vec<u64> = split.iter().map(|i| offsets[*i]).collect();
+            if let Ok(found) = self.inner.symbolize(&src, Input::FileOffset(&wanted)) {
+                for (i, r) in split.iter().zip(found) {
+                    if let Symbolized::Sym(sym) = r {
+                        elf_names.insert(*i, (Arc::from(sym.name.as_ref()), sym.offset as u64));
+                    }
+                }
+            }
+        }
         offsets
             .iter()
             .zip(results)
-            .map(|(off, r)| match r {
+            .enumerate()
+            .map(|(i, (off, r))| match r {
                 Symbolized::Sym(sym) => {
                     let info = |ci: &blazesym::symbolize::CodeInfo<'_>| {
                         (
@@ -334,15 +433,16 @@ impl CodeSymbolizer {
                             }
                         })
                         .collect();
-                    // The address's own location is the innermost inlined frame's, if any.
-                    let (file, line) = match inlined.last() {
-                        Some(f) if f.file.is_some() => (f.file.clone(), f.line),
-                        _ => sym.code_info.as_deref().map(info).unwrap_or((None, None)),
+                    let outer = sym.code_info.as_deref().map(info).unwrap_or((None, None));
+                    let (file, line) = user_line(&inlined, outer);
+                    let (function, function_offset) = match elf_names.remove(&i) {
+                        Some((name, offset)) => (name, offset),
+                        None => (Arc::from(sym.name.as_ref()), sym.offset as u64),
                     };
                     CodeLocation {
                         dso: path.clone(),
-                        function: Some(Arc::from(sym.name.as_ref())),
-                        function_offset: Some(sym.offset as u64),
+                        function: Some(function),
+                        function_offset: Some(function_offset),
                         file,
                         line,
                         inlined,
@@ -352,5 +452,65 @@ impl CodeSymbolizer {
                 Symbolized::Unknown(_) => bare(*off),
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_headers_are_told_from_user_code() {
+        for lib in [
+            "/usr/include/c++/12/bits/atomic_base.h",
+            "/usr/lib/gcc/aarch64-linux-gnu/12/include/arm_neon.h",
+            "/usr/include/stdlib.h",
+            "bits/stl_vector.h",
+            "./string/../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S",
+        ] {
+            assert!(is_library_source(lib), "{lib}");
+        }
+        for user in ["/home/u/src/prog.cc", "prog.cc", "/work/include/spelunk.h"] {
+            assert!(!is_library_source(user), "{user}");
+        }
+    }
+
+    #[test]
+    fn the_line_shown_is_the_first_frame_outside_library_headers() {
+        let f = |function: &str, file: &str, line: u32| InlineFrame {
+            function: Arc::from(function),
+            file: Some(Arc::from(file)),
+            line: Some(line),
+        };
+        let at = |file: &str, line: u32| (Some(Arc::<str>::from(file)), Some(line));
+        // count() calls fetch_add (atomic_base.h), inlined; the function's own line is the call.
+        let chain = [f(
+            "std::__atomic_base<long>::fetch_add",
+            "/usr/include/c++/12/bits/atomic_base.h",
+            618,
+        )];
+        assert_eq!(user_line(&chain, at("/src/p.cc", 41)), at("/src/p.cc", 41));
+        // A user helper inlined between: its line, not the outer call's.
+        let chain = [
+            f("helper", "/src/p.cc", 12),
+            f(
+                "std::vector<long>::push_back",
+                "/usr/include/c++/12/bits/stl_vector.h",
+                1287,
+            ),
+        ];
+        assert_eq!(user_line(&chain, at("/src/p.cc", 40)), at("/src/p.cc", 12));
+        // Nothing inlined: the address's own line.
+        assert_eq!(user_line(&[], at("/src/p.cc", 7)), at("/src/p.cc", 7));
+        // All library (an out-of-line template instance): the innermost line.
+        let chain = [f(
+            "std::__new_allocator<long>::allocate",
+            "/usr/include/c++/12/bits/new_allocator.h",
+            137,
+        )];
+        assert_eq!(
+            user_line(&chain, at("/usr/include/c++/12/bits/vector.tcc", 114)),
+            at("/usr/include/c++/12/bits/new_allocator.h", 137)
+        );
     }
 }

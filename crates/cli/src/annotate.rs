@@ -26,9 +26,11 @@ Examples:
   spelunk annotate frd perf.data --event l1d-miss    # where frd's L1D misses are
   spelunk annotate __memcpy_simd --event branch-miss # which branch mispredicts
   spelunk annotate triad perf.data --json > triad.json
-  spelunk annotate main perf.data --symfs /srv/sysroot")]
+  spelunk annotate main perf.data --symfs /srv/sysroot
+  spelunk annotate 'walk(long const*, unsigned long)' perf.data   # one C++ overload")]
 pub struct AnnotateArgs {
-    /// Function to annotate (as `spelunk report` names it)
+    /// Function to annotate: its name as `spelunk report` shows it, the mangled name, or a
+    /// short form without parameters (`walk`, `Grid::sum_every`; overloads are listed to choose)
     pub symbol: String,
 
     /// perf.data with Arm SPE data

@@ -184,3 +184,25 @@ pub mod values {
         whole(s, 1, 64).map(|v| v as u32)
     }
 }
+
+/// The width text tables are cut to: $COLUMNS when set, else the width of the terminal
+/// standard output is (none when it is not a terminal: a file or a pipe gets full names).
+pub fn terminal_width() -> Option<usize> {
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|c| *c > 0)
+    {
+        return Some(c);
+    }
+    let mut size = libc::winsize {
+        ws_row: 0,
+        ws_col: 0,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: TIOCGWINSZ writes a winsize into `size`, which lives for the call; on a
+    // descriptor that is not a terminal it fails and writes nothing.
+    let r = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (r == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}

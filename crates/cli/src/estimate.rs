@@ -46,7 +46,8 @@ pub struct EstimateArgs {
     #[arg(default_value = "perf.data")]
     pub file: PathBuf,
 
-    /// Only samples in this function (as symbolized)
+    /// Only samples in this function: its name as the report shows it, the mangled name, or a
+    /// short form without parameters (which takes in every overload)
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
 

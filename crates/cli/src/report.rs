@@ -89,7 +89,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FROM,TO")]
     pub pc_range: Option<String>,
 
-    /// Only samples in this function (as symbolized)
+    /// Only samples in this function: its name as the report shows it, the mangled name, or a
+    /// short form without parameters (which takes in every overload)
     #[arg(long, value_name = "NAME")]
     pub symbol: Option<String>,
 
@@ -114,6 +115,11 @@ pub struct ReportArgs {
     /// With --c2c: cache line size in bytes (a power of two)
     #[arg(long, default_value_t = 64, value_name = "BYTES", requires = "c2c", allow_negative_numbers = true, value_parser = crate::common::values::line_size)]
     pub line_size: u64,
+
+    /// Print names in full in the text tables (by default they are cut to the terminal's
+    /// width, or $COLUMNS; --json always has them in full)
+    #[arg(long)]
+    pub wide: bool,
 
     #[command(flatten)]
     pub symbols: SymbolArgs,
@@ -204,6 +210,11 @@ fn run_timelines_only(args: &ReportArgs, sc: Sidecar, file: &str) -> anyhow::Res
 }
 
 pub fn run(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    spelunk_report::set_table_width(if args.wide {
+        None
+    } else {
+        crate::common::terminal_width()
+    });
     if let Some(sidecar) = timelines_only_sidecar(&args.file) {
         let inputs = [sidecar.as_path()];
         crate::common::guard_outputs(&inputs, args.html.as_deref())?;

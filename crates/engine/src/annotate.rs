@@ -4,11 +4,12 @@
 
 use crate::recording::{Recording, RecordingError};
 use spelunk_analysis::agg::Agg;
-use spelunk_analysis::annotate::{annotate, AnnotateInput, AnnotateReport};
+use spelunk_analysis::annotate::{annotate, AnnotateInput, AnnotateReport, PieceInput};
+use spelunk_analysis::names::{base_name, is_part, FunctionQuery, NameMatch};
 use spelunk_analysis::profile::Filter;
 use spelunk_analysis::select::Selector;
 use spelunk_analysis::symbolize::CodeSymbolizer;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Why a function could not be annotated.
@@ -31,6 +32,19 @@ pub enum AnnotateError {
         unreadable: Vec<(String, String)>,
         damage: String,
     },
+    /// The name given is the short name of several functions with samples (overloads, or
+    /// namesakes in other scopes).
+    #[error(
+        "{path}: '{name}' names {} functions with samples: {}; give the full name (as `spelunk report` shows it) to choose one",
+        candidates.len(),
+        candidates.iter().map(|(n, s)| format!("'{n}' ({s} samples)")).collect::<Vec<_>>().join(", ")
+    )]
+    Ambiguous {
+        path: String,
+        name: String,
+        /// The full names with their samples, busiest first.
+        candidates: Vec<(String, u64)>,
+    },
     /// The function's binary could not be disassembled or its symbols read.
     #[error("{path}: annotating '{name}': {detail}")]
     Annotate {
@@ -39,6 +53,11 @@ pub enum AnnotateError {
         detail: String,
     },
 }
+
+/// Samples per offset from a function's start.
+type PerOffset = HashMap<u64, Agg>;
+/// A piece of a function: its start file offset, name and samples.
+type Piece = (u64, Arc<str>, PerOffset);
 
 fn not_readable(unreadable: &[(String, String)]) -> String {
     if unreadable.is_empty() {
@@ -106,29 +125,66 @@ impl Recording {
             }
         }
         let locations = symbolizer.symbolize(&requests);
-        // (dso, function start file offset) → offset → samples.
         type Instance = (Arc<str>, u64);
-        let mut instances: HashMap<Instance, HashMap<u64, Agg>> = HashMap::new();
+        // The sampled functions the name names ([`FunctionQuery`]: full, short or mangled),
+        // as (dso, function start file offset) → (function, offset → samples).
+        let query = FunctionQuery::new(name);
+        let mut instances: HashMap<Instance, (Arc<str>, NameMatch, PerOffset)> = HashMap::new();
         for (k, loc) in of_request.iter().zip(&locations) {
-            if loc.function.as_deref() != Some(name) {
+            let Some(function) = &loc.function else {
                 continue;
-            }
+            };
+            let Some(how) = query.matches(function) else {
+                continue;
+            };
             let (Some(off), Some(foff)) = (loc.function_offset, loc.file_offset) else {
                 continue;
             };
             let Some(agg) = per_pc.get(k) else { continue };
             instances
                 .entry((loc.dso.clone(), foff.saturating_sub(off)))
-                .or_default()
+                .or_insert_with(|| (function.clone(), how, HashMap::new()))
+                .2
                 .entry(off)
                 .or_default()
                 .merge(agg);
         }
+        // A name that is some function's full name means that function, not others whose
+        // short form it also is (`f` is the C function f, not also `ns::f(int)`).
+        if instances.values().any(|i| i.1 == NameMatch::Full) {
+            instances.retain(|_, i| i.1 == NameMatch::Full);
+        }
         let samples_of = |m: &HashMap<u64, Agg>| m.values().map(|a| a.samples).sum::<u64>();
-        let mut ranked: Vec<(Instance, HashMap<u64, Agg>)> = instances.into_iter().collect();
-        ranked.sort_by(|a, b| samples_of(&b.1).cmp(&samples_of(&a.1)).then(a.0.cmp(&b.0)));
+        // One function with its parts (`f.cold`, `f.part.0`) per (dso, name without the
+        // clone suffix); several names are overloads (or namesakes in other scopes).
+        let mut functions: BTreeMap<(Arc<str>, String), Vec<Piece>> = BTreeMap::new();
+        for ((dso, start), (function, _, per_offset)) in instances {
+            functions
+                .entry((dso, base_name(&function).to_string()))
+                .or_default()
+                .push((start, function, per_offset));
+        }
+        let total = |pieces: &[Piece]| pieces.iter().map(|p| samples_of(&p.2)).sum::<u64>();
+        let mut names: BTreeMap<&str, u64> = BTreeMap::new();
+        for ((_, n), pieces) in &functions {
+            *names.entry(n).or_default() += total(pieces);
+        }
+        if names.len() > 1 {
+            let mut each: Vec<(&str, u64)> = names.into_iter().collect();
+            each.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            return Err(AnnotateError::Ambiguous {
+                path,
+                name: name.to_string(),
+                candidates: each
+                    .into_iter()
+                    .map(|(n, samples)| (n.to_string(), samples))
+                    .collect(),
+            });
+        }
+        let mut ranked: Vec<_> = functions.into_iter().collect();
+        ranked.sort_by(|a, b| total(&b.1).cmp(&total(&a.1)).then(a.0.cmp(&b.0)));
         let mut ranked = ranked.into_iter();
-        let Some(((dso, start_off), per_offset)) = ranked.next() else {
+        let Some(((dso, _), mut pieces)) = ranked.next() else {
             return Err(AnnotateError::NoSamplesInFunction {
                 path,
                 name: name.to_string(),
@@ -141,19 +197,43 @@ impl Recording {
             });
         };
         let others: Vec<String> = ranked
-            .map(|((d, _), m)| format!("{d} ({} samples)", samples_of(&m)))
+            .map(|((d, _), pieces)| format!("{d} ({} samples)", total(&pieces)))
+            .collect();
+        // The function's body first (the piece that is not a clone, else the busiest), then
+        // its parts, busiest first.
+        pieces.sort_by(|a, b| {
+            is_part(&a.1)
+                .cmp(&is_part(&b.1))
+                .then(samples_of(&b.2).cmp(&samples_of(&a.2)))
+                .then(a.0.cmp(&b.0))
+        });
+        let mut pieces = pieces.into_iter();
+        let Some((start_off, function, per_offset)) = pieces.next() else {
+            return Err(AnnotateError::Annotate {
+                path,
+                name: name.to_string(),
+                detail: "no piece of the function has samples".into(),
+            });
+        };
+        let parts: Vec<PieceInput> = pieces
+            .map(|(start_file_offset, function, per_offset)| PieceInput {
+                function: function.to_string(),
+                start_file_offset,
+                per_offset,
+            })
             .collect();
         let local = symbolizer.local_path(&dso);
         let mut report = annotate(
             AnnotateInput {
                 file: path.clone(),
-                function: name,
+                function: &function,
                 dso: dso.clone(),
                 local_path: &local,
                 start_file_offset: start_off,
                 per_offset,
                 selected: sel.selected,
                 filter: described,
+                parts,
             },
             symbolizer,
         )
@@ -164,7 +244,7 @@ impl Recording {
         })?;
         if !others.is_empty() {
             report.notes.push(format!(
-                "other functions named '{name}' have samples too: {}",
+                "functions named '{name}' in other files have samples too: {}",
                 others.join(", ")
             ));
         }

@@ -10,6 +10,7 @@
 use spelunk_analysis::context::RecordingContext;
 use spelunk_analysis::kallsyms::KernelSymbols;
 use spelunk_analysis::model::Losses;
+use spelunk_analysis::names::{FunctionQuery, NameMatch};
 use spelunk_analysis::symbolize::CodeSymbolizer;
 use spelunk_decode::{
     plan_from_perf, ContainerLosses, DecodeOptions, DecodePlan, PipelineError, SampleMap,
@@ -377,7 +378,10 @@ impl Recording {
         sym
     }
 
-    /// The (pid, PC) pairs of `pcs` that symbolize to a function named `name`.
+    /// The (pid, PC) pairs of `pcs` that symbolize to a function `name` names: its full
+    /// (demangled), short or mangled name ([`FunctionQuery`]; a short name takes in every
+    /// overload, and a function's `.cold`/`.part` pieces belong to it; a name that is some
+    /// sampled function's full name keeps that function only).
     pub fn pcs_in_function(
         &self,
         symbolizer: &mut CodeSymbolizer,
@@ -395,11 +399,18 @@ impl Recording {
             .collect();
         let locs =
             symbolizer.symbolize(&requests.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>());
-        requests
+        let query = FunctionQuery::new(name);
+        let matched: Vec<((Option<u32>, u64), NameMatch)> = requests
             .iter()
             .zip(locs)
-            .filter(|(_, l)| l.function.as_deref() == Some(name))
-            .map(|((k, _), _)| *k)
+            .filter_map(|((k, _), l)| Some((*k, query.matches(l.function.as_deref()?)?)))
+            .collect();
+        // A function's full name means that function only, not those it is the short form of.
+        let full = matched.iter().any(|(_, how)| *how == NameMatch::Full);
+        matched
+            .into_iter()
+            .filter(|(_, how)| !full || *how == NameMatch::Full)
+            .map(|(k, _)| k)
             .collect()
     }
 }

@@ -2,7 +2,7 @@
 //! with SPE's exact columns — samples, load latency, data sources, mispredictions — and the
 //! source lines interleaved where they change.
 
-use spelunk_analysis::annotate::AnnotateReport;
+use spelunk_analysis::annotate::{AnnotateReport, AnnotatedInstruction};
 use spelunk_analysis::model::GroupStats;
 use std::fmt::Write as _;
 
@@ -93,8 +93,42 @@ pub fn render(r: &AnnotateReport, with_source: bool) -> String {
         "{:>7} {:>8} {:>6} {:>7} {:>5} {:<22} {:>14} | {:>10}  instruction",
         "percent", "samples", "loads", "ld lat", "p99", "sources", "mispredicted", "address"
     );
+    instructions(&mut o, r, &r.instructions, with_source);
+    for p in &r.parts {
+        let _ = writeln!(
+            o,
+            "\npart {}: {:#x}..{:#x} ({} bytes), {} samples = {:.2}% of the function's",
+            p.function,
+            p.start,
+            p.start + p.size,
+            p.size,
+            p.samples,
+            if r.samples == 0 {
+                0.0
+            } else {
+                100.0 * p.samples as f64 / r.samples as f64
+            }
+        );
+        instructions(&mut o, r, &p.instructions, with_source);
+    }
+    for n in &r.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    if let Some(b) = crate::text::losses_block(&r.losses, "", "") {
+        o.push_str(&b);
+    }
+    o
+}
+
+/// The instruction lines of one piece of the function, source lines interleaved.
+fn instructions(
+    o: &mut String,
+    r: &AnnotateReport,
+    insns: &[AnnotatedInstruction],
+    with_source: bool,
+) {
     let mut last: Option<(Option<&str>, Option<u32>)> = None;
-    for i in &r.instructions {
+    for i in insns {
         let here = (i.file.as_deref(), i.line);
         if with_source && last != Some(here) {
             if let (Some(f), Some(n)) = here {
@@ -156,11 +190,4 @@ pub fn render(r: &AnnotateReport, with_source: bool) -> String {
             text
         );
     }
-    for n in &r.notes {
-        let _ = writeln!(o, "note: {n}");
-    }
-    if let Some(b) = crate::text::losses_block(&r.losses, "", "") {
-        o.push_str(&b);
-    }
-    o
 }

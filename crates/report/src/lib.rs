@@ -33,3 +33,4 @@ pub use table::{
     Cell, ColumnDef, ColumnKind, TableCompression, TableError, TableFormat, TableOptions,
     TableWriter,
 };
+pub use text_table::set_table_width;

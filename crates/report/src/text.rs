@@ -120,7 +120,9 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out
     }
     cols.extend([("top source", true), (what, true), ("dso", true)]);
     let mut t = Table::new(&cols);
-    for h in rows.iter().take(n) {
+    let name_column = cols.len() - 2;
+    let shorter = shorter_function_names(rows, n, what);
+    for (h, short_form) in rows.iter().take(n).zip(shorter) {
         let g = &h.stats;
         let mut row = vec![
             pct(g.cost_share),
@@ -141,9 +143,34 @@ fn hotspot_table(rows: &[Hotspot], n: usize, what: &'static str, sort: &str, out
             h.key.clone(),
             h.dso.as_deref().map(short).unwrap_or("-").to_string(),
         ]);
-        t.row(row);
+        let mut alternatives = vec![None; row.len()];
+        alternatives[name_column] = short_form;
+        t.row_with_shorter(row, alternatives);
     }
     t.render(out);
+}
+
+/// For a function table, each row's short name (names.rs: no return type, template arguments
+/// or parameters), shown when the full name does not fit, when no other row shown has the
+/// same short name (overloads keep their full names, cut).
+fn shorter_function_names(rows: &[Hotspot], n: usize, what: &str) -> Vec<Option<String>> {
+    let shown = &rows[..n.min(rows.len())];
+    if what != "function" {
+        return vec![None; shown.len()];
+    }
+    let shorts: Vec<String> = shown
+        .iter()
+        .map(|h| spelunk_analysis::names::short_name(&h.key))
+        .collect();
+    let mut count: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for s in &shorts {
+        *count.entry(s.as_str()).or_default() += 1;
+    }
+    shorts
+        .iter()
+        .zip(shown)
+        .map(|(s, h)| (count[s.as_str()] == 1 && *s != h.key).then(|| s.clone()))
+        .collect()
 }
 
 /// The sampling-quality lines (ratios, [NMO paper eq. 1] accuracy, notes), each starting with
