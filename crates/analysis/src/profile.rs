@@ -1163,6 +1163,10 @@ pub fn group_stats(a: &Agg, selected: u64) -> GroupStats {
         load_latency: summary(&a.load_total),
         load_exec_latency: summary(&a.load_exec),
         sources,
+        load_latency_moments: crate::model::LatencyMoments {
+            sum_cycles: a.load_total.sum(),
+            sum_squares: a.load_total.sum_squares(),
+        },
     }
 }
 
