@@ -45,6 +45,8 @@ pub struct Agg {
     /// took once its operands were ready; docs/report.md, "cost"), and the count of loads with
     /// a total latency that it sums.
     pub load_to_use_sum: u64,
+    /// Σ load-to-use² (cycles²), for the sampling error of a cost (`spelunk diff`).
+    pub load_to_use_sumsq: u128,
     /// Loads: total latency and derived execution latency (cycles), exact distributions.
     pub load_total: LatencyStats,
     pub load_exec: LatencyStats,
@@ -85,7 +87,9 @@ impl Agg {
                 if let Some(t) = r.total_latency_cycles {
                     self.load_total.add(t);
                     let issue = r.issue_latency_cycles.unwrap_or(0).min(t);
-                    self.load_to_use_sum += u64::from(t - issue);
+                    let to_use = u64::from(t - issue);
+                    self.load_to_use_sum += to_use;
+                    self.load_to_use_sumsq += u128::from(to_use * to_use);
                 }
                 if let Some(e) = r.derived_execution_latency() {
                     self.load_exec.add(e);
@@ -136,6 +140,7 @@ impl Agg {
         self.tlb_walk += o.tlb_walk;
         self.remote += o.remote;
         self.load_to_use_sum += o.load_to_use_sum;
+        self.load_to_use_sumsq += o.load_to_use_sumsq;
         self.load_total.merge(&o.load_total);
         self.load_exec.merge(&o.load_exec);
         self.load_issue.merge(&o.load_issue);

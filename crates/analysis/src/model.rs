@@ -71,6 +71,19 @@ pub struct GroupStats {
     pub load_exec_latency: Option<LatencySummary>,
     /// Loads per data source, most first.
     pub sources: Vec<SourceCount>,
+    /// Σ and Σ² of the loads' load-to-use latency (total − issue), exact: a group's cost and
+    /// its sampling error
+    /// (`spelunk diff`, [`crate::diff`]). Not in the JSON (`load_latency`'s count × mean is
+    /// the sum).
+    #[serde(skip)]
+    pub load_latency_moments: LatencyMoments,
+}
+
+/// Σ and Σ² of a group's load latencies (cycles, cycles²), exact.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatencyMoments {
+    pub sum_cycles: u128,
+    pub sum_squares: u128,
 }
 
 /// One row of a hotspot table.

@@ -1174,6 +1174,11 @@ pub fn group_stats(a: &Agg, selected: u64, total_cost: u64) -> GroupStats {
         load_latency: summary(&a.load_total),
         load_exec_latency: summary(&a.load_exec),
         sources,
+        // The cost's weights: load-to-use, as the report's cost (docs/report.md, "cost").
+        load_latency_moments: crate::model::LatencyMoments {
+            sum_cycles: u128::from(a.load_to_use_sum),
+            sum_squares: a.load_to_use_sumsq,
+        },
     }
 }
 

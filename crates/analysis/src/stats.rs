@@ -115,11 +115,22 @@ impl LatencyStats {
 
     pub fn mean(&self) -> Option<f64> {
         let n = self.count();
-        let sum: u128 = self
-            .entries()
+        (n > 0).then(|| self.sum() as f64 / n as f64)
+    }
+
+    /// Σ latency (cycles), exact.
+    pub fn sum(&self) -> u128 {
+        self.entries()
             .map(|(v, c)| u128::from(v) * u128::from(c))
-            .sum();
-        (n > 0).then(|| sum as f64 / n as f64)
+            .sum()
+    }
+
+    /// Σ latency² (cycles²), exact: with [`LatencyStats::sum`], the sampling error of a sum of
+    /// latencies (docs/methodology/statistics.md, "Cost and its sampling error").
+    pub fn sum_squares(&self) -> u128 {
+        self.entries()
+            .map(|(v, c)| u128::from(v) * u128::from(v) * u128::from(c))
+            .sum()
     }
 
     pub fn min(&self) -> Option<u16> {
@@ -186,6 +197,8 @@ mod tests {
         assert_eq!(s.percentile(100.0), Some(50));
         assert_eq!(s.percentile(1.0), Some(15));
         assert_eq!(s.mean(), Some(32.0));
+        // 15 + 20 + 35 + 40 + 50; 225 + 400 + 1225 + 1600 + 2500.
+        assert_eq!((s.sum(), s.sum_squares()), (160, 5950));
         assert_eq!((s.min(), s.max(), s.count()), (Some(15), Some(50), 5));
         assert_eq!(s.bucketed(20), vec![(0, 1), (20, 2), (40, 2)]);
         assert_eq!(LatencyStats::new().percentile(50.0), None);

@@ -1,6 +1,7 @@
-//! `spelunk diff A B`: what changed between a baseline and a new recording, per function, source
-//! line and data object — sample share, load latency and data sources. Wiring only: the
-//! comparison is spelunk_analysis::diff.
+//! `spelunk diff A B`: did the change make the program faster, and where — the totals before and
+//! after, then per function, source line and data object the change in cost (estimated cycles),
+//! load latency and data sources, with changes within the sampling error marked as noise.
+//! Wiring only: the comparison is spelunk_analysis::diff.
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
@@ -22,14 +23,16 @@ pub enum DiffBy {
     All,
 }
 
-/// Compare two recordings (baseline A, new B): per function, source line and data object, the
-/// change in sample share, load latency (mean, p50, p99) and data-source mix.
+/// Compare two recordings (baseline A, new B): did the change make the program faster, and where.
 ///
-/// This is [perf hot-spot guide]'s `perf diff` workflow — record, change the code, record again, compare —
-/// with what perf diff lacks: latency and where the data came from. Rows are matched by name
-/// (functions by DSO file name and symbol, lines by function and file:line, objects by name),
-/// and sorted by the absolute change in share (perf diff's Delta Abs). Every figure is defined
-/// in docs/diff.md.
+/// Leads with the totals before and after (cycles and instructions when the recordings carry
+/// PMU counts, as emulated ones do; duration, samples, loads, load latency), then per function,
+/// source line and data object the change in cost — estimated cycles at stake: interval × (Σ
+/// the sampled loads' latency + 1 per other sample) — with load latency (mean, p50, p99) and
+/// data-source mix. This is [perf hot-spot guide]'s `perf diff` workflow — record, change the
+/// code, record again, compare — ranked by what the change cost or saved rather than by sample
+/// share. Changes within the sampling error are noise: hidden, with their count (--all shows
+/// them). Every figure is defined in docs/diff.md.
 #[derive(Args, Debug)]
 #[command(after_long_help = "\
 Examples:
@@ -52,7 +55,11 @@ pub struct DiffArgs {
     #[arg(long, default_value_t = 20, value_name = "N", allow_negative_numbers = true, value_parser = crate::common::values::rows)]
     pub limit: usize,
 
-    /// Print the comparison as JSON (schema spelunk-diff/1; every row)
+    /// Also print the rows whose change is within the sampling error (noise), after the others
+    #[arg(long)]
+    pub all: bool,
+
+    /// Print the comparison as JSON (schema spelunk-diff/2; every row, noise included)
     #[arg(long)]
     pub json: bool,
 
@@ -97,7 +104,9 @@ pub fn build(args: &DiffArgs) -> anyhow::Result<DiffReport> {
     });
     let a = a?;
     let b = b.unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
-    Ok(diff(&a, &b))
+    let counters =
+        [&baseline.0, &new.0].map(|r| r.ctx.sidecar.as_ref().map(|s| &s.counters.totals));
+    Ok(diff(&a, &b, counters))
 }
 
 pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
@@ -112,7 +121,10 @@ pub fn run(args: DiffArgs) -> anyhow::Result<ExitCode> {
             DiffBy::Object => spelunk_report::diff_text::Tables::Objects,
             DiffBy::All => spelunk_report::diff_text::Tables::All,
         };
-        print!("{}", spelunk_report::diff_text::render(&d, by, args.limit));
+        print!(
+            "{}",
+            spelunk_report::diff_text::render(&d, by, args.limit, args.all)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -80,8 +80,39 @@ impl Recording {
             };
             crate::parallel::profile(self, &mut builder, tap)
         })?;
-        let losses = self.losses(&stats);
-        let info = RecordingInfo {
+        let info = self.recording_info(self.losses(&stats));
+        let mut report = builder.finish(
+            &self.ctx.spaces,
+            symbolizer,
+            &self.ctx.thread_names,
+            info,
+            self.ctx.sidecar.as_deref(),
+        );
+        report.object_timelines = per_object(
+            &report.objects,
+            &report.timeline,
+            opts.limits.object_timelines,
+        );
+        if let (Some(scan), Some(o)) = (c2c, opts.c2c) {
+            // Without samples there are no lines to show: say so (and why) first.
+            self.require_samples(&report)?;
+            report.c2c = Some(scan.finish(self, &stats, objects, symbolizer, o.limit)?);
+        }
+        if let Some(a) = advice {
+            let shared = report
+                .c2c
+                .as_ref()
+                .filter(|c| c.line_size == ADVICE_LINE_BYTES);
+            let advice = a.finish(self, &stats, &report, shared, objects, symbolizer)?;
+            report.advice = Some(advice);
+        }
+        Ok(report)
+    }
+
+    /// What a report says of the recording before its samples are counted: the file, the
+    /// CPU, whether it was emulated, the sampling interval, and what was lost.
+    fn recording_info(&self, losses: spelunk_analysis::model::Losses) -> RecordingInfo {
+        RecordingInfo {
             file: self.path().to_string(),
             cpu_model: self.interp.default.model.map(|m| m.name().to_string()),
             midr: self.file.features.midr().map(|m| m.to_string()),
@@ -109,33 +140,7 @@ impl Recording {
             sampling: self.ctx.sampling.clone(),
             losses,
             ..Default::default()
-        };
-        let mut report = builder.finish(
-            &self.ctx.spaces,
-            symbolizer,
-            &self.ctx.thread_names,
-            info,
-            self.ctx.sidecar.as_deref(),
-        );
-        report.object_timelines = per_object(
-            &report.objects,
-            &report.timeline,
-            opts.limits.object_timelines,
-        );
-        if let (Some(scan), Some(o)) = (c2c, opts.c2c) {
-            // Without samples there are no lines to show: say so (and why) first.
-            self.require_samples(&report)?;
-            report.c2c = Some(scan.finish(self, &stats, objects, symbolizer, o.limit)?);
         }
-        if let Some(a) = advice {
-            let shared = report
-                .c2c
-                .as_ref()
-                .filter(|c| c.line_size == ADVICE_LINE_BYTES);
-            let advice = a.finish(self, &stats, &report, shared, objects, symbolizer)?;
-            report.advice = Some(advice);
-        }
-        Ok(report)
     }
 
     /// A report of this recording that selected no sample is an error
@@ -237,11 +242,7 @@ impl Recording {
         let stats = self.while_loading_symbols(symbolizer, || {
             crate::parallel::profile(self, &mut builder, None)
         })?;
-        let info = RecordingInfo {
-            file: self.path().to_string(),
-            losses: self.losses(&stats),
-            ..Default::default()
-        };
+        let info = self.recording_info(self.losses(&stats));
         let r = builder.finish(
             &self.ctx.spaces,
             symbolizer,
