@@ -27,7 +27,8 @@ static void sink(void *ctx, const SlSample *s)
    n_samples++;
 }
 
-/* A tiny hierarchy: L1D 4 sets x 2 ways, L2 8 sets x 2 ways, SLC 16 sets x 2 ways. */
+/* A tiny hierarchy: L1D 4 sets x 2 ways, L2 8 sets x 2 ways, SLC 16 sets x 2 ways, DRAM
+ * without a bandwidth limit. */
 static SlSystem *tiny(void)
 {
    SlConfig c;
@@ -38,6 +39,7 @@ static SlSystem *tiny(void)
    c.slc_size = 2048; c.slc_assoc = 2;
    c.prefetch_distance = 0;
    c.stride_distance = 0;
+   c.dram_channels = 0; /* unlimited DRAM bandwidth: no queueing in the exact latencies below */
    c.spe_interval = 1 << 20; /* no samples unless a test asks */
    if (sl_config_check(&c)) abort();
    return sl_system_new(&c, &k);
@@ -486,6 +488,43 @@ static void test_stream_table(void)
    }
 }
 
+/* DRAM bandwidth and queueing (MODEL.md "DRAM bandwidth and queueing"): one channel of 6400 MB/s
+ * at 1 GHz moves 6.4 bytes a cycle: a line takes 10 cycles (2560 tq) and a 256-cycle bucket
+ * holds 6.4 x 256 = 1638 bytes (rounded down), 25 lines (26 x 64 = 1664 > 1638). Lines read at
+ * time 0: the 1st waits 0; the 2nd, 64 bytes before it: 2560 x 64 / (2 x (1638 - 64)) = 52.04
+ * -> 52 tq; the 25th, 1536 before: 2560 x 1536 / (2 x 102) = 19275.3 -> 19275 tq (75 cycles);
+ * the 26th does not fit: it waits for bucket 1, 256 cycles = 65536 tq, and is its first line
+ * (no queue). A line read at 1000 cycles (bucket 3, empty) waits 0; one at 300 cycles (bucket 1,
+ * which holds one line): 2560 x 64 / (2 x 1574) = 52 tq. Unlimited (0 channels): 0. Through
+ * the model, a load served by DRAM takes the DRAM latency plus that wait. */
+static void test_dram_bandwidth(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   ULong w[26];
+   unsigned i;
+   sl_config_default(&cf);
+   CHECK(cf.dram_channels == 8 && cf.dram_channel_mbps == 25600, "default DRAM %u x %u MB/s",
+         cf.dram_channels, cf.dram_channel_mbps);
+   cf.cpu_hz = 1000000000ull;
+   cf.dram_channels = 1;
+   cf.dram_channel_mbps = 6400;
+   cf.spe_interval = 1 << 20;
+   sl_config_check(&cf);
+   s = sl_system_new(&cf, &k);
+   for (i = 0; i < 26; i++) w[i] = sl_dram_read(s, 0);
+   CHECK(w[0] == 0 && w[1] == 52 && w[24] == 19275 && w[25] == 65536,
+         "waits %llu %llu %llu %llu", (unsigned long long)w[0], (unsigned long long)w[1],
+         (unsigned long long)w[24], (unsigned long long)w[25]);
+   CHECK(sl_dram_read(s, 1000ull * SL_TQ) == 0, "empty bucket");
+   CHECK(sl_dram_read(s, 300ull * SL_TQ) == 52, "bucket 1's second line");
+   cf.dram_channels = 0;
+   s = sl_system_new(&cf, &k);
+   for (i = 0; i < 30; i++) w[0] = sl_dram_read(s, 0);
+   CHECK(w[0] == 0, "unlimited: %llu", (unsigned long long)w[0]);
+}
+
 /* The anonymous-mapping check of transparent huge pages: everything is anonymous except the
  * 2 MB region at 0x41000000. */
 static Bool anon_except(void *ctx, Addr a, ULong len)
@@ -760,6 +799,7 @@ int main(void)
    test_software_prefetch();
    test_stride_prefetcher();
    test_stream_table();
+   test_dram_bandwidth();
    if (failures) {
       printf("model_test: %d failure(s)\n", failures);
       return 1;
