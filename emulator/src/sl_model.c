@@ -1374,10 +1374,13 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
    UInt i;
    if (!cfg->prefetch_distance) return;
    c->stream_clock++;
-   /* a bounded table of SL_NSTREAMS streams, fully associative, one per 4 KB region, the least
-    * recently used replaced (MODEL.md "Prefetcher"); the last hit is checked first */
+   /* a bounded table of SL_NSTREAMS streams, fully associative, one per 4 KB region (MODEL.md
+    * "Prefetcher"); the last hit is checked first. A new region replaces the least recently
+    * used stream that is not confirmed (confidence below 2), or confirmed but idle for
+    * SL_STREAM_IDLE trainings; only when there is none, the least recently used of all */
    st = &c->streams[c->last_stream];
    if (st->page != page) {
+      SlStream *weak = NULL;
       st = NULL;
       for (i = 0; i < SL_NSTREAMS; i++) {
          SlStream *e = &c->streams[i];
@@ -1386,8 +1389,12 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
             break;
          }
          if (e->lru < lru->lru) lru = e;
+         if ((e->conf < 2 || c->stream_clock - e->lru > SL_STREAM_IDLE) &&
+             (!weak || e->lru < weak->lru))
+            weak = e;
       }
       if (st) c->last_stream = i;
+      else if (weak) lru = weak;
    }
    if (!st) {
       st = lru;

@@ -283,6 +283,8 @@ typedef struct {
 } SlStream;
 
 #define SL_NSTREAMS 16
+/* trainings after which an unused confirmed stream may be replaced like an unconfirmed one */
+#define SL_STREAM_IDLE (4 * SL_NSTREAMS)
 
 /* A stride prefetcher entry: the load at pc, in virtual lines. */
 typedef struct {

@@ -463,7 +463,8 @@ static void test_stride_prefetcher(void)
  * line 0, then line 1, then line 2 of each: every stream is confirmed at its third line and
  * prefetches the 10 lines after it (prefetch_distance, within its 4 KB region): 16 x 10 = 160.
  * 17 regions round robin: each region's stream was replaced (the 16 others were used since)
- * before its next line, so no stream is ever confirmed: 0. */
+ * before its next line, so no stream is ever confirmed: 0. The table's replacement prefers
+ * unconfirmed streams (below). */
 static void test_stream_table(void)
 {
    SlConfig cf;
@@ -486,6 +487,19 @@ static void test_stream_table(void)
       CHECK(cnt(c, SL_T_PREFETCH_LINES) == (n == 16 ? 160 : 0), "%u streams: prefetched %llu",
             n, cnt(c, SL_T_PREFETCH_LINES));
    }
+   /* Confidence protects a confirmed stream: region A's lines 0, 1, 2 confirm it (10 lines
+    * prefetched, 3..12); 16 single misses in 16 other regions (line 32 of each, L1D sets away
+    * from A's lines) take the table's 15 other entries and then replace the least recently
+    * used unconfirmed one, never A's; A's line 3 (a first use) finds A's stream, which
+    * prefetches one line more (13): 11. Without the protection, A's stream, the least recently
+    * used, would be the 16th single's victim and line 3 would start a new one: 10. */
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   for (i = 0; i < 3; i++) load(c, base + (Addr)i * 64);
+   for (r = 1; r <= 16; r++) load(c, base + (Addr)r * 4096 + 32 * 64);
+   load(c, base + 3 * 64);
+   CHECK(cnt(c, SL_T_PREFETCH_LINES) == 11, "protected stream: prefetched %llu",
+         cnt(c, SL_T_PREFETCH_LINES));
 }
 
 /* DRAM bandwidth and queueing (MODEL.md "DRAM bandwidth and queueing"): one channel of 6400 MB/s
