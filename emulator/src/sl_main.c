@@ -246,6 +246,8 @@ static Bool parse_option(const HChar *arg)
    U32OPT("--slc-assoc", slc_assoc)
    U32OPT("--slc-lat", slc_lat)
    U32OPT("--dram-lat", dram_lat)
+   U32OPT("--dram-channels", dram_channels)
+   U32OPT("--dram-channel-mbps", dram_channel_mbps)
    U32OPT("--peer-lat", peer_lat)
    U32OPT("--split-penalty", split_penalty)
    U32OPT("--fwd-lat", fwd_lat)
@@ -305,6 +307,7 @@ static void sl_print_usage(void)
       "    --switch-cycles=<n> --switch-min-cycles=<n>  thread interleaving quantum [20000, 100]\n"
       "    model geometry and latencies: --l1d-size --l1d-assoc --l1d-lat --l1i-size --l1i-assoc\n"
       "      --l2-size --l2-assoc --l2-lat --slc-size --slc-assoc --slc-lat --dram-lat --peer-lat\n"
+      "      --dram-channels --dram-channel-mbps (DRAM bandwidth: channels, MB/s each; 0 = unlimited)\n"
       "      --split-penalty --fwd-lat --fwd-fail-penalty\n"
       "      --prefetch-distance --stride-distance --stride-max-lines --dtlb-entries\n"
       "      --itlb-entries --stlb-entries --stlb-assoc\n"

@@ -105,6 +105,10 @@ void sl_config_default(SlConfig *c)
     * ~101 ns = 283 (load-to-use including the 1-cycle L1 DTLB lookup) */
    c->l1d_lat = 4; c->l2_lat = 14; c->slc_lat = 103; c->dram_lat = 283;
    c->peer_lat = 200;              /* assumed: between SLC and DRAM */
+   /* assumed: 8 channels of DDR4-3200 (8 bytes x 3200 MT/s = 25600 MB/s each), the memory of
+    * the N1 servers whose figures were found (Graviton2 and Altra, MODEL.md "Platforms") */
+   c->dram_channels = 8;
+   c->dram_channel_mbps = 25600;
    /* assumed: Arm's optimization guides (Cortex-A57's, as quoted; N1's not reached) list loads
     * that cross a 64-byte line among the accesses that "reduce bandwidth or incur additional
     * latency" without a figure; Cortex-A55's guide gives such splits 1 cycle */
@@ -193,6 +197,7 @@ typedef struct {
    UInt l2_size, slc_size, slc_assoc, page_shift, slc_lat, dram_lat, max_cores;
    ULong midr; /* 0: the core's */
    UInt thp;   /* SL_THP_* */
+   UInt dram_channels, dram_channel_mbps; /* MODEL.md "DRAM bandwidth and queueing" */
 } SlPlatform;
 
 static const SlPlatform sl_platforms[] = {
@@ -200,18 +205,18 @@ static const SlPlatform sl_platforms[] = {
     * SLC (28.8 ns) and Graviton4's SLC and DRAM (21.2 and 110.0 ns) are pointer-chase
     * measurements, the others N1's 36.6 and 101 ns (assumed). Cobalt 100's 3.4 GHz: [Arm LP
     * Cobalt 100]; N1SDP's 2.6 GHz: [Arm SCP firmware N1SDP] (the cores' initial rate). */
-   {"graviton2", "neoverse-n1", 2500000000ull, 1u << 20, 32u << 20, 16, 12, 72, 203, 64, 0, SL_THP_MADVISE},
-   {"graviton3", "neoverse-v1", 2600000000ull, 1u << 20, 32u << 20, 16, 12, 95, 263, 64, 0, SL_THP_MADVISE},
-   {"graviton4", "neoverse-v2", 2800000000ull, 2u << 20, 36u << 20, 18, 12, 59, 308, 96, 0, SL_THP_MADVISE},
-   {"grace", "neoverse-v2", 2600000000ull, 1u << 20, 117u << 20, 117, 16, 95, 263, 72, 0, SL_THP_MADVISE},
+   {"graviton2", "neoverse-n1", 2500000000ull, 1u << 20, 32u << 20, 16, 12, 72, 203, 64, 0, SL_THP_MADVISE, 8, 25600},
+   {"graviton3", "neoverse-v1", 2600000000ull, 1u << 20, 32u << 20, 16, 12, 95, 263, 64, 0, SL_THP_MADVISE, 8, 38400},
+   {"graviton4", "neoverse-v2", 2800000000ull, 2u << 20, 36u << 20, 18, 12, 59, 308, 96, 0, SL_THP_MADVISE, 12, 44800},
+   {"grace", "neoverse-v2", 2600000000ull, 1u << 20, 117u << 20, 117, 16, 95, 263, 72, 0, SL_THP_MADVISE, 32, 16000},
    {"cobalt100", "neoverse-n2", 3400000000ull, 1u << 20, 64u << 20, 16, 12, 124, 343, 128,
-    0x6d0fd493ull, SL_THP_MADVISE},
-   {"altra", "neoverse-n1", 3000000000ull, 1u << 20, 32u << 20, 16, 12, 110, 303, 80, 0, SL_THP_MADVISE},
+    0x6d0fd493ull, SL_THP_MADVISE, 12, 38400},
+   {"altra", "neoverse-n1", 3000000000ull, 1u << 20, 32u << 20, 16, 12, 110, 303, 80, 0, SL_THP_MADVISE, 8, 25600},
    /* the stride case study's platform of [N1 PMU methodology]: latencies kept in cycles.
     * THP policies: madvise everywhere, Ubuntu's default ([Ubuntu THP madvise]) and Azure
     * Linux's on arm64 ([Azure Linux THP madvise], for Cobalt 100); assumed for the others.
     * Base pages: 4 KB, 64 KB on Grace (MODEL.md "Platforms") */
-   {"n1sdp", "neoverse-n1", 2600000000ull, 1u << 20, 8u << 20, 16, 12, 103, 283, 4, 0, SL_THP_MADVISE},
+   {"n1sdp", "neoverse-n1", 2600000000ull, 1u << 20, 8u << 20, 16, 12, 103, 283, 4, 0, SL_THP_MADVISE, 2, 25600},
 };
 
 #define SL_NELEMS(a) (sizeof(a) / sizeof((a)[0]))
@@ -275,6 +280,8 @@ const HChar *sl_config_preset(SlConfig *c, const HChar *platform, const HChar *c
       c->thp = p->thp;
       c->slc_lat = p->slc_lat;
       c->dram_lat = p->dram_lat;
+      c->dram_channels = p->dram_channels;
+      c->dram_channel_mbps = p->dram_channel_mbps;
       c->max_cores = p->max_cores;
       if (p->midr && !core) c->midr = p->midr;
    }
@@ -585,7 +592,49 @@ SlSystem *sl_system_new(const SlConfig *cfg, const SlSink *sink)
    s->rg_key = SL_CALLOC(s->rg_cap, sizeof(Addr));
    s->rg_state = SL_CALLOC(s->rg_cap, 1);
    s->disp_tq = SL_TQ / cfg->dispatch_width;
+   if (cfg->dram_channels && cfg->dram_channel_mbps) {
+      const ULong bytes_per_s = (ULong)cfg->dram_channels * cfg->dram_channel_mbps * 1000000ull;
+      s->dram_bkt_tag = SL_CALLOC(SL_DRAM_BUCKETS, sizeof(ULong));
+      s->dram_bkt_bytes = SL_CALLOC(SL_DRAM_BUCKETS, sizeof(ULong));
+      /* bytes the channels move in a bucket's cycles; one line's time on one channel */
+      s->dram_cap_bytes = bytes_per_s / cfg->cpu_hz * SL_DRAM_BUCKET_CYCLES +
+                          bytes_per_s % cfg->cpu_hz * SL_DRAM_BUCKET_CYCLES / cfg->cpu_hz;
+      s->dram_service_tq = (ULong)SL_LINE * SL_TQ * cfg->cpu_hz /
+                           ((ULong)cfg->dram_channel_mbps * 1000000ull);
+      if (s->dram_cap_bytes < SL_LINE) s->dram_cap_bytes = SL_LINE;
+   }
    return s;
+}
+
+/* DRAM bandwidth and queueing (MODEL.md "DRAM bandwidth and queueing"). Time is cut into
+ * buckets of SL_DRAM_BUCKET_CYCLES; each holds the bytes the channels can move in it. A line
+ * read at t is booked in t's bucket, or when that is full in the first later one with room
+ * (it waits for that bucket's start: the bandwidth bound). In its bucket it waits as in an
+ * M/D/1 queue at the bucket's utilisation rho before it: service x rho / (2 (1 - rho)),
+ * service being one line's time on one channel (lines spread evenly over the channels), at
+ * most a bucket's length. Bookings are by time, not by the order the model makes them, so a
+ * core whose clock runs ahead fills later buckets, not the others' present ones. */
+ULong sl_dram_read(SlSystem *s, ULong t)
+{
+   const ULong blen = (ULong)SL_DRAM_BUCKET_CYCLES * SL_TQ, k = t / blen;
+   ULong j;
+   if (!s->dram_bkt_tag) return 0;
+   for (j = k; j < k + SL_DRAM_BUCKETS; j++) {
+      const UInt i = (UInt)(j & (SL_DRAM_BUCKETS - 1));
+      ULong before, wait;
+      if (s->dram_bkt_tag[i] != j + 1) {
+         /* a later time already holds this slot: t is too old to be accounted (no wait) */
+         if (s->dram_bkt_tag[i] > j + 1) return 0;
+         s->dram_bkt_tag[i] = j + 1;
+         s->dram_bkt_bytes[i] = 0;
+      }
+      before = s->dram_bkt_bytes[i];
+      if (before + SL_LINE > s->dram_cap_bytes) continue;
+      s->dram_bkt_bytes[i] = before + SL_LINE;
+      wait = s->dram_service_tq * before / (2 * (s->dram_cap_bytes - before));
+      return (j == k ? 0 : j * blen - t) + MIN(wait, blen);
+   }
+   return (ULong)SL_DRAM_BUCKETS * blen;
 }
 
 static void tlb_init(SlTlb *t, UInt entries, UInt assoc)
@@ -1117,6 +1166,7 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l
    SlLevel lvl;
    Bool shared = False;
    UInt v2 = 0, vs = 0, slc_way = 0;
+   ULong dram_wait = 0;
    Int i2;
    SlLine vl;
    if (!l2_prefetch) c->c[SL_C_L2D_CACHE]++;
@@ -1167,13 +1217,14 @@ static SlLevel l2_access(SlCore *c, Addr line, Bool store, Bool count_ll, Bool l
          lvl = SL_LVL_DRAM;
          if (count_ll) c->c[SL_C_LL_CACHE_MISS_RD]++;
          slc_fill(s, vs, line, SL_E);
+         dram_wait = sl_dram_read(s, t);
       }
       slc_way = is >= 0 ? (UInt)is : vs;
    }
    /* [SPE methodology table 4.5]: N1 records LLC-ACCESS and LLC-REFILL for every access served beyond
     * the core's L2 (SLC hits included); the data source tells the levels apart. */
    *ev |= SL_EV_LLC_ACCESS | SL_EV_LLC_MISS;
-   *ready = t + (ULong)(lvl_latency(cfg, lvl) - cfg->l1tlb_lat) * SL_TQ;
+   *ready = t + (ULong)(lvl_latency(cfg, lvl) - cfg->l1tlb_lat) * SL_TQ + dram_wait;
    l = cache_insert_at(&c->l2, v2, line, &vtag, &vl);
    l->state = store ? SL_M : (shared ? SL_S : SL_E);
    l->ready = *ready;
@@ -1323,10 +1374,13 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
    UInt i;
    if (!cfg->prefetch_distance) return;
    c->stream_clock++;
-   /* a bounded table of SL_NSTREAMS streams, fully associative, one per 4 KB region, the least
-    * recently used replaced (MODEL.md "Prefetcher"); the last hit is checked first */
+   /* a bounded table of SL_NSTREAMS streams, fully associative, one per 4 KB region (MODEL.md
+    * "Prefetcher"); the last hit is checked first. A new region replaces the least recently
+    * used stream that is not confirmed (confidence below 2), or confirmed but idle for
+    * SL_STREAM_IDLE trainings; only when there is none, the least recently used of all */
    st = &c->streams[c->last_stream];
    if (st->page != page) {
+      SlStream *weak = NULL;
       st = NULL;
       for (i = 0; i < SL_NSTREAMS; i++) {
          SlStream *e = &c->streams[i];
@@ -1335,8 +1389,12 @@ static SL_ALWAYS_INLINE void prefetch_train(SlCore *c, Addr line, ULong t)
             break;
          }
          if (e->lru < lru->lru) lru = e;
+         if ((e->conf < 2 || c->stream_clock - e->lru > SL_STREAM_IDLE) &&
+             (!weak || e->lru < weak->lru))
+            weak = e;
       }
       if (st) c->last_stream = i;
+      else if (weak) lru = weak;
    }
    if (!st) {
       st = lru;

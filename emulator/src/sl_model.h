@@ -129,6 +129,9 @@ typedef struct SlConfig_ {
    UInt l2_size, l2_assoc, l2_lat;
    UInt slc_size, slc_assoc, slc_lat;
    UInt dram_lat, peer_lat;
+   /* DRAM bandwidth (MODEL.md "DRAM bandwidth and queueing"): channels and each channel's
+    * bandwidth in MB/s (10^6 bytes a second); 0 channels: unlimited */
+   UInt dram_channels, dram_channel_mbps;
    UInt split_penalty; /* cycles a line-crossing access adds to its latency (MODEL.md "Timing") */
    UInt fwd_lat;       /* store-to-load forwarding: cycles from the store's data to the load's */
    UInt fwd_fail_penalty; /* a load forwarding cannot serve: cycles after the store's write */
@@ -280,6 +283,8 @@ typedef struct {
 } SlStream;
 
 #define SL_NSTREAMS 16
+/* trainings after which an unused confirmed stream may be replaced like an unconfirmed one */
+#define SL_STREAM_IDLE (4 * SL_NSTREAMS)
 
 /* A stride prefetcher entry: the load at pc, in virtual lines. */
 typedef struct {
@@ -391,6 +396,10 @@ struct SlSystem {
    void *anon_ctx;
    ULong disp_tq; /* tq per dispatched op */
    ULong coherence_events; /* snoops that found the line in another core */
+   /* DRAM bandwidth: bytes read per time bucket of SL_DRAM_BUCKET_CYCLES, a ring of
+    * SL_DRAM_BUCKETS (tag: bucket number + 1); a bucket's capacity and one line's service time
+    * on one channel (tq) */
+   ULong *dram_bkt_tag; ULong *dram_bkt_bytes; ULong dram_cap_bytes, dram_service_tq;
    /* resolves an SlAluOp dependency mask to a ready time (tq); NULL = always ready */
    ULong (*ready_fn)(void *ctx, SlDeps deps);
    void *ready_ctx;
@@ -398,6 +407,12 @@ struct SlSystem {
 
 SlSystem *sl_system_new(const SlConfig *cfg, const SlSink *sink);
 SlCore *sl_core(SlSystem *s, UInt id); /* allocates on first use */
+/* A line read from DRAM at time t (tq): books its bytes on the channels and returns how long
+ * (tq) it waits for them beyond the unloaded DRAM latency (MODEL.md "DRAM bandwidth and
+ * queueing"). */
+ULong sl_dram_read(SlSystem *s, ULong t);
+#define SL_DRAM_BUCKET_CYCLES 256
+#define SL_DRAM_BUCKETS 256
 void sl_core_set_active(SlCore *c, Bool active);
 
 /* ---- ops. Each call dispatches ops in program order on one core. */

@@ -27,7 +27,8 @@ static void sink(void *ctx, const SlSample *s)
    n_samples++;
 }
 
-/* A tiny hierarchy: L1D 4 sets x 2 ways, L2 8 sets x 2 ways, SLC 16 sets x 2 ways. */
+/* A tiny hierarchy: L1D 4 sets x 2 ways, L2 8 sets x 2 ways, SLC 16 sets x 2 ways, DRAM
+ * without a bandwidth limit. */
 static SlSystem *tiny(void)
 {
    SlConfig c;
@@ -38,6 +39,7 @@ static SlSystem *tiny(void)
    c.slc_size = 2048; c.slc_assoc = 2;
    c.prefetch_distance = 0;
    c.stride_distance = 0;
+   c.dram_channels = 0; /* unlimited DRAM bandwidth: no queueing in the exact latencies below */
    c.spe_interval = 1 << 20; /* no samples unless a test asks */
    if (sl_config_check(&c)) abort();
    return sl_system_new(&c, &k);
@@ -461,7 +463,8 @@ static void test_stride_prefetcher(void)
  * line 0, then line 1, then line 2 of each: every stream is confirmed at its third line and
  * prefetches the 10 lines after it (prefetch_distance, within its 4 KB region): 16 x 10 = 160.
  * 17 regions round robin: each region's stream was replaced (the 16 others were used since)
- * before its next line, so no stream is ever confirmed: 0. */
+ * before its next line, so no stream is ever confirmed: 0. The table's replacement prefers
+ * unconfirmed streams (below). */
 static void test_stream_table(void)
 {
    SlConfig cf;
@@ -484,6 +487,56 @@ static void test_stream_table(void)
       CHECK(cnt(c, SL_T_PREFETCH_LINES) == (n == 16 ? 160 : 0), "%u streams: prefetched %llu",
             n, cnt(c, SL_T_PREFETCH_LINES));
    }
+   /* Confidence protects a confirmed stream: region A's lines 0, 1, 2 confirm it (10 lines
+    * prefetched, 3..12); 16 single misses in 16 other regions (line 32 of each, L1D sets away
+    * from A's lines) take the table's 15 other entries and then replace the least recently
+    * used unconfirmed one, never A's; A's line 3 (a first use) finds A's stream, which
+    * prefetches one line more (13): 11. Without the protection, A's stream, the least recently
+    * used, would be the 16th single's victim and line 3 would start a new one: 10. */
+   s = sl_system_new(&cf, &k);
+   c = sl_core(s, 0);
+   for (i = 0; i < 3; i++) load(c, base + (Addr)i * 64);
+   for (r = 1; r <= 16; r++) load(c, base + (Addr)r * 4096 + 32 * 64);
+   load(c, base + 3 * 64);
+   CHECK(cnt(c, SL_T_PREFETCH_LINES) == 11, "protected stream: prefetched %llu",
+         cnt(c, SL_T_PREFETCH_LINES));
+}
+
+/* DRAM bandwidth and queueing (MODEL.md "DRAM bandwidth and queueing"): one channel of 6400 MB/s
+ * at 1 GHz moves 6.4 bytes a cycle: a line takes 10 cycles (2560 tq) and a 256-cycle bucket
+ * holds 6.4 x 256 = 1638 bytes (rounded down), 25 lines (26 x 64 = 1664 > 1638). Lines read at
+ * time 0: the 1st waits 0; the 2nd, 64 bytes before it: 2560 x 64 / (2 x (1638 - 64)) = 52.04
+ * -> 52 tq; the 25th, 1536 before: 2560 x 1536 / (2 x 102) = 19275.3 -> 19275 tq (75 cycles);
+ * the 26th does not fit: it waits for bucket 1, 256 cycles = 65536 tq, and is its first line
+ * (no queue). A line read at 1000 cycles (bucket 3, empty) waits 0; one at 300 cycles (bucket 1,
+ * which holds one line): 2560 x 64 / (2 x 1574) = 52 tq. Unlimited (0 channels): 0. Through
+ * the model, a load served by DRAM takes the DRAM latency plus that wait. */
+static void test_dram_bandwidth(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   ULong w[26];
+   unsigned i;
+   sl_config_default(&cf);
+   CHECK(cf.dram_channels == 8 && cf.dram_channel_mbps == 25600, "default DRAM %u x %u MB/s",
+         cf.dram_channels, cf.dram_channel_mbps);
+   cf.cpu_hz = 1000000000ull;
+   cf.dram_channels = 1;
+   cf.dram_channel_mbps = 6400;
+   cf.spe_interval = 1 << 20;
+   sl_config_check(&cf);
+   s = sl_system_new(&cf, &k);
+   for (i = 0; i < 26; i++) w[i] = sl_dram_read(s, 0);
+   CHECK(w[0] == 0 && w[1] == 52 && w[24] == 19275 && w[25] == 65536,
+         "waits %llu %llu %llu %llu", (unsigned long long)w[0], (unsigned long long)w[1],
+         (unsigned long long)w[24], (unsigned long long)w[25]);
+   CHECK(sl_dram_read(s, 1000ull * SL_TQ) == 0, "empty bucket");
+   CHECK(sl_dram_read(s, 300ull * SL_TQ) == 52, "bucket 1's second line");
+   cf.dram_channels = 0;
+   s = sl_system_new(&cf, &k);
+   for (i = 0; i < 30; i++) w[0] = sl_dram_read(s, 0);
+   CHECK(w[0] == 0, "unlimited: %llu", (unsigned long long)w[0]);
 }
 
 /* The anonymous-mapping check of transparent huge pages: everything is anonymous except the
@@ -760,6 +813,7 @@ int main(void)
    test_software_prefetch();
    test_stride_prefetcher();
    test_stream_table();
+   test_dram_bandwidth();
    if (failures) {
       printf("model_test: %d failure(s)\n", failures);
       return 1;
