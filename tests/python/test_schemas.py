@@ -72,6 +72,7 @@ def test_every_json_report_matches_its_schema(tmp_path):
         "diff": [spelunk_json("diff", a, b)],
         "estimate": [spelunk_json("estimate", "latency", a),
                      spelunk_json("estimate", "bandwidth", a, "--bytes-per-op", "8")],
+        "advise": [spelunk_json("advise", a)],
     }
     for name, docs in outputs.items():
         v = validator(name)
@@ -82,6 +83,9 @@ def test_every_json_report_matches_its_schema(tmp_path):
         # The schema is not vacuous: a wrong type in a required field fails it.
         assert not v.is_valid(dict(docs[0], schema=7)), name
     assert outputs["report"][1]["c2c"] is not None
+    # The report carries the advisor's output, the same schema as `spelunk advise --json`.
+    advice = validator("advise")
+    assert advice.is_valid(outputs["report"][0]["advice"])
 
 
 def test_topdown_and_check_json_match_their_schemas():

@@ -5,6 +5,7 @@
 //! validator.
 
 use crate::annotate::AnnotateReport;
+use crate::model::advise::Advice;
 use crate::c2c::C2cReport;
 use crate::diff::DiffReport;
 use crate::estimate::EstimateReport;
@@ -20,5 +21,6 @@ pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("diff", schema::<DiffReport>()),
         ("estimate", schema::<EstimateReport>()),
         ("annotate", schema::<AnnotateReport>()),
+        ("advise", schema::<Advice>()),
     ]
 }
