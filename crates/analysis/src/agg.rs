@@ -6,6 +6,11 @@ use crate::stats::LatencyStats;
 use spelunk_spe::{DataSource, Event, SpeRecord};
 use std::hash::Hash;
 
+/// What an operation other than a load with a latency costs in the cost figures (cycles): a
+/// Neoverse N1 dispatches up to 4 operations a cycle ([N1 PMU methodology] §2, the pipeline's
+/// dispatch width; emulator/MODEL.md), so an operation that does not wait costs a quarter.
+pub const OTHER_OP_CYCLES: f64 = 0.25;
+
 /// What kind of operation a record sampled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum OpKind {
@@ -62,12 +67,13 @@ pub struct Agg {
 
 impl Agg {
     /// The group's cost in sampled cycles (docs/report.md, "cost"): the load-to-use latency of
-    /// its sampled loads, plus one cycle for every other sampled operation. Samples are taken
-    /// one in N operations, so N × this estimates the cycles the group's operations took
-    /// (latencies overlap: an upper bound where loads miss in parallel).
-    pub fn cost_sampled_cycles(&self) -> u64 {
+    /// its sampled loads, plus [`OTHER_OP_CYCLES`] for every other sampled operation. Samples
+    /// are taken one in N operations, so N × this estimates the cycles the group's operations
+    /// took (latencies overlap: an upper bound where loads miss in parallel).
+    pub fn cost_sampled_cycles(&self) -> f64 {
         let timed_loads = self.load_total.count();
-        self.load_to_use_sum + (self.samples - timed_loads.min(self.samples))
+        self.load_to_use_sum as f64
+            + OTHER_OP_CYCLES * (self.samples - timed_loads.min(self.samples)) as f64
     }
 
     /// An aggregate that also keeps issue and translation latency distributions.

@@ -225,7 +225,7 @@ fn annotate_piece(
     elf: &ElfCode,
     input: &AnnotateInput<'_>,
     piece: &Piece<'_>,
-    (samples, total_cost): (u64, u64),
+    (samples, total_cost): (u64, f64),
     sources: &mut HashMap<String, Arc<Vec<String>>>,
     symbolizer: &mut CodeSymbolizer,
 ) -> Result<AnnotatedPiece, String> {

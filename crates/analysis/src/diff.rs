@@ -196,7 +196,8 @@ pub struct DiffReport {
 }
 
 /// A group's cost in sampled cycles and the sum of its squared weights: each sample weighs its
-/// load-to-use latency (total − issue) when it is a load with one, else 1 cycle.
+/// load-to-use latency (total − issue) when it is a load with one, else
+/// [`crate::agg::OTHER_OP_CYCLES`].
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Weights {
     pub sum: f64,
@@ -206,10 +207,11 @@ pub struct Weights {
 /// The weights of a group's samples (docs/diff.md, "Cost").
 pub fn weights(g: &GroupStats) -> Weights {
     let with_latency = g.load_latency.as_ref().map_or(0, |l| l.count);
-    let ones = g.samples.saturating_sub(with_latency) as f64;
+    let others = g.samples.saturating_sub(with_latency) as f64;
+    let w = crate::agg::OTHER_OP_CYCLES;
     Weights {
-        sum: g.load_latency_moments.sum_cycles as f64 + ones,
-        sum_squares: g.load_latency_moments.sum_squares as f64 + ones,
+        sum: g.load_latency_moments.sum_cycles as f64 + w * others,
+        sum_squares: g.load_latency_moments.sum_squares as f64 + w * w * others,
     }
 }
 

@@ -51,9 +51,9 @@ pub struct GroupStats {
     /// samples / selected samples of the report.
     pub share: f64,
     /// What the group's operations cost, in sampled cycles: the load-to-use latency (total −
-    /// issue) of its sampled loads plus one cycle per other sampled operation (docs/report.md,
+    /// issue) of its sampled loads plus a quarter cycle per other sampled operation (docs/report.md,
     /// "cost"). × the sampling interval, an estimate of their cycles.
-    pub cost_sampled_cycles: u64,
+    pub cost_sampled_cycles: f64,
     /// cost_sampled_cycles / that of all selected samples: what the hotspot tables rank by.
     pub cost_share: f64,
     pub loads: u64,

@@ -155,7 +155,7 @@ impl HotspotSort {
     fn figure(self, g: &GroupStats) -> Option<f64> {
         let lat = |l: &Option<LatencySummary>, f: fn(&LatencySummary) -> f64| l.as_ref().map(f);
         match self {
-            HotspotSort::Cost => Some(g.cost_sampled_cycles as f64),
+            HotspotSort::Cost => Some(g.cost_sampled_cycles),
             HotspotSort::Samples => Some(g.samples as f64),
             HotspotSort::Loads => Some(g.loads as f64),
             HotspotSort::Stores => Some(g.stores as f64),
@@ -1147,7 +1147,7 @@ pub fn summary(s: &LatencyStats) -> Option<LatencySummary> {
 }
 
 /// A group's row values; `selected` is the report's sample count (for `share`).
-pub fn group_stats(a: &Agg, selected: u64, total_cost: u64) -> GroupStats {
+pub fn group_stats(a: &Agg, selected: u64, total_cost: f64) -> GroupStats {
     let mut sources: Vec<SourceCount> = a
         .sources
         .iter()
@@ -1161,7 +1161,11 @@ pub fn group_stats(a: &Agg, selected: u64, total_cost: u64) -> GroupStats {
         samples: a.samples,
         share: ratio(a.samples, selected),
         cost_sampled_cycles: a.cost_sampled_cycles(),
-        cost_share: ratio(a.cost_sampled_cycles(), total_cost),
+        cost_share: if total_cost > 0.0 {
+            a.cost_sampled_cycles() / total_cost
+        } else {
+            0.0
+        },
         loads: a.loads,
         stores: a.stores,
         branches: a.branches,

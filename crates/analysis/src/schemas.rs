@@ -5,10 +5,10 @@
 //! validator.
 
 use crate::annotate::AnnotateReport;
-use crate::model::advise::Advice;
 use crate::c2c::C2cReport;
 use crate::diff::DiffReport;
 use crate::estimate::EstimateReport;
+use crate::model::advise::Advice;
 use crate::model::Report;
 
 /// `(name, schema)` of each `--json` output of the analyses: `docs/schemas/NAME.schema.json`

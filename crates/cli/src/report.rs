@@ -54,7 +54,7 @@ llc-miss, tlb-access, tlb-walk, branch-miss, remote, peer (loads served by anoth
 cache), dram.
 
 Orders for --sort (largest first; ties by samples): cost (the default: the estimated cycles, the
-load-to-use latency of the loads and one cycle per other operation; docs/report.md), samples,
+load-to-use latency of the loads and a quarter cycle per other operation; docs/report.md), samples,
 loads, stores, latency (mean load latency), p99, exec (mean execution latency), l1d-miss,
 llc-miss, tlb-walk, mispredicts, remote.
 

@@ -90,11 +90,12 @@ fn planted_differences_per_function_line_and_object() {
         ..
     } = p;
     let exe = p.exe.clone();
-    // A: frd 600 L1D loads (10 cycles), mixed 350 DRAM loads (300 cycles), main 50 others.
+    // A: frd 600 L1D loads (10 cycles load-to-use: 12 total − 2 issue), mixed 350 DRAM loads
+    // (300), main 50 others.
     let a = sequence(
         &[
-            (Op::load(ld, ints, 0, 10), 600),
-            (Op::load(q, longs, DRAM, 300), 350),
+            (Op::load(ld, ints, 0, 12), 600),
+            (Op::load(q, longs, DRAM, 302), 350),
             (Op::other(main), 50),
         ],
         1_000_000,
@@ -103,10 +104,10 @@ fn planted_differences_per_function_line_and_object() {
     // B: frd 300 L1D (10) + 100 L2 (20); mixed 300 DRAM (300) + 300 L1D (4).
     let b = sequence(
         &[
-            (Op::load(ld, ints, 0, 10), 300),
-            (Op::load(ld, ints, L2, 20), 100),
-            (Op::load(q, longs, DRAM, 300), 300),
-            (Op::load(q, longs, 0, 4), 300),
+            (Op::load(ld, ints, 0, 12), 300),
+            (Op::load(ld, ints, L2, 22), 100),
+            (Op::load(q, longs, DRAM, 302), 300),
+            (Op::load(q, longs, 0, 6), 300),
         ],
         1_000_000,
         1000,
@@ -123,7 +124,7 @@ fn planted_differences_per_function_line_and_object() {
 
     let f = &d["functions"];
     // Cost in sampled cycles (× INTERVAL): frd 600 × 10 = 6000 → 300 × 10 + 100 × 20 = 5000;
-    // mixed 350 × 300 = 105000 → 300 × 300 + 300 × 4 = 91200; main 50 → 0.
+    // mixed 350 × 300 = 105000 → 300 × 300 + 300 × 4 = 91200; main 50 × ¼ → 0.
     // Noise thresholds 2√Σw²: frd 2√(600·10² + 300·10² + 100·20²) = 2√130000 ≈ 721 < 1000:
     // improved; main 2√50 ≈ 14 < 50: improved; mixed 2√(350·300² + 300·300² + 300·4²) ≈ 15298
     // > 13800: noise, so last although its change is the largest.
@@ -148,8 +149,8 @@ fn planted_differences_per_function_line_and_object() {
     assert!((m["noise_cycles"].as_f64().unwrap() - noise).abs() < 1e-3);
     assert!(close(&m["share_baseline"], 0.35) && close(&m["share_new"], 0.6));
     assert!(close(&m["delta_share"], 0.25));
-    // Mean latency 300 → (300 × 300 + 300 × 4) / 600 = 152; p50 300 → 4 (rank 300 of 600).
-    assert!(close(&m["delta_mean"], 152.0 - 300.0));
+    // Mean total latency 302 → (300 × 302 + 300 × 6) / 600 = 154; p50 302 → 6 (rank 300 of 600).
+    assert!(close(&m["delta_mean"], 154.0 - 302.0));
     assert_eq!(
         (m["delta_p50"].as_i64(), m["delta_p99"].as_i64()),
         (Some(-296), Some(0))
@@ -174,10 +175,12 @@ fn planted_differences_per_function_line_and_object() {
     assert_eq!(mn["only_in"], "baseline");
     assert_eq!(mn["samples_new"], 0);
     assert_eq!(mn["delta_mean"], Value::Null);
-    assert!(close(&mn["cost_baseline_cycles"], 50.0 * INTERVAL));
-    // Totals: cost 111050 → 96200 sampled cycles; loads 950 → 1000 samples.
+    assert!(close(&mn["cost_baseline_cycles"], 12.5 * INTERVAL));
+    // Totals: cost 105000 + 6000 + 50 × ¼ = 111012.5 → 96200 sampled cycles (loads weigh
+    // their load-to-use, total − the planted issue of 2; others a quarter cycle); loads 950 →
+    // 1000 samples.
     let t = &d["totals"];
-    assert!(close(&t["cost_cycles"]["baseline"], 111_050.0 * INTERVAL));
+    assert!(close(&t["cost_cycles"]["baseline"], 111_012.5 * INTERVAL));
     assert!(close(&t["cost_cycles"]["new"], 96_200.0 * INTERVAL));
     assert!(close(&t["estimated_loads"]["new"], 1000.0 * INTERVAL));
     assert_eq!(t["cycles"], Value::Null); // no sidecar
@@ -214,10 +217,10 @@ fn planted_differences_per_function_line_and_object() {
         "350→600",
         "35.00%→60.00%",
         "+25.00%",
-        "300.0",
-        "152.0",
+        "302.0",
+        "154.0",
         "-148.0",
-        "300→4",
+        "302→6",
         "DRAM 100%→50%",
     ] {
         assert!(
@@ -244,8 +247,8 @@ fn a_fixed_function_reads_as_improved_though_its_share_rose() {
         &p,
         "a.data",
         &[
-            (Op::load(p.q, p.longs, DRAM, 300), 400),
-            (Op::load(p.ld, p.ints, 0, 10), 600),
+            (Op::load(p.q, p.longs, DRAM, 302), 400),
+            (Op::load(p.ld, p.ints, 0, 12), 600),
             (Op::other(p.main), 1000),
         ],
         &[("CPU_CYCLES", 5_400_000), ("INST_RETIRED", 2_000_000)],
@@ -254,8 +257,8 @@ fn a_fixed_function_reads_as_improved_though_its_share_rose() {
         &p,
         "b.data",
         &[
-            (Op::load(p.q, p.longs, L2, 60), 400),
-            (Op::load(p.ld, p.ints, 0, 10), 600),
+            (Op::load(p.q, p.longs, L2, 62), 400),
+            (Op::load(p.ld, p.ints, 0, 12), 600),
             (Op::other(p.main), 200),
         ],
         &[("CPU_CYCLES", 1_000_000), ("INST_RETIRED", 2_000_000)],
@@ -306,8 +309,8 @@ fn a_pair_differing_by_sampling_noise_is_noise() {
         &p,
         "a.data",
         &[
-            (Op::load(p.q, p.longs, DRAM, 300), 400),
-            (Op::load(p.ld, p.ints, 0, 10), 600),
+            (Op::load(p.q, p.longs, DRAM, 302), 400),
+            (Op::load(p.ld, p.ints, 0, 12), 600),
             (Op::other(p.main), 1000),
         ],
         &[],
@@ -316,8 +319,8 @@ fn a_pair_differing_by_sampling_noise_is_noise() {
         &p,
         "b.data",
         &[
-            (Op::load(p.q, p.longs, DRAM, 300), 410),
-            (Op::load(p.ld, p.ints, 0, 10), 600),
+            (Op::load(p.q, p.longs, DRAM, 302), 410),
+            (Op::load(p.ld, p.ints, 0, 12), 600),
             (Op::other(p.main), 1030),
         ],
         &[],

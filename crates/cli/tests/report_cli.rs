@@ -305,8 +305,11 @@ fn planted_samples_land_in_their_functions_objects_and_sources() {
     assert_eq!(ui["load_exec_latency"]["mean"], 279.0);
     assert_eq!(ui["llc_miss"], 100);
     assert_eq!(row(f, "main")["mispredicts"], 10);
-    // Ordered by samples.
-    assert_eq!(f[0]["key"], "sum_array");
+    // Ordered by cost (the default): uses_inline's 100 loads of 300 − 20 (issue) cycles weigh
+    // 28 000 sampled cycles, sum_array's 600 of 10 − 4 weigh 3 600, though it has 6× the samples.
+    assert_eq!(f[0]["key"], "uses_inline");
+    assert_eq!(f[0]["cost_sampled_cycles"], 28_000.0);
+    assert_eq!(sum["cost_sampled_cycles"], 3_600.0);
 
     let o = &r["objects"];
     let big = row(o, "big_array");

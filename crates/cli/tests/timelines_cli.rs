@@ -470,3 +470,29 @@ Z c9 401 0\n";
     assert!(dir.join("run.rt.c9.0").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `spelunk advise` on a recording of timelines alone: no SPE samples, so every class is
+/// "insufficient evidence" with the reason, and the command succeeds (issue 24: never an error).
+#[test]
+fn advise_on_timelines_alone_is_insufficient_evidence_not_an_error() {
+    let dir = Scratch::new("timelines-advise");
+    let path = dir.join("app.data.spelunk.json");
+    std::fs::write(&path, serde_json::to_vec_pretty(&known_sidecar()).unwrap()).unwrap();
+    for file in ["app.data", "app.data.spelunk.json"] {
+        let o = spelunk(&["advise", file, "--json"], &dir.0);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let a: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(a["schema"], "spelunk-advise/1");
+        assert_eq!(a["findings"].as_array().unwrap().len(), 0);
+        let ruled = a["ruled_out"].as_array().unwrap();
+        assert_eq!(ruled.len(), 14, "every class of the vocabulary");
+        assert!(ruled.iter().all(|r| r["kind"] == "insufficient-evidence"
+            && r["reason"].as_str().unwrap().contains("no SPE samples")));
+        let t = spelunk(&["advise", file], &dir.0);
+        assert!(
+            text(&t.stdout).contains("No finding raised."),
+            "{}",
+            text(&t.stdout)
+        );
+    }
+}

@@ -307,7 +307,7 @@ pub fn render(d: &DiffReport, tables: Tables, limit: usize, all: bool) -> String
     }
     let _ = writeln!(
         o,
-        "\nCost = estimated cycles at stake: interval × (Σ sampled loads' load-to-use latency + 1 per other sample). \
+        "\nCost = estimated cycles at stake: interval × (Σ sampled loads' load-to-use latency + ¼ per other sample). \
          Rows ranked by |cost B − cost A|; noise = a change within 2 standard errors of sampling (docs/diff.md). \
          Shares are of each recording's selected samples; latency = loads' total latency in cycles."
     );

@@ -4,8 +4,8 @@
 //! this module applies them to a recording's per-PC access figures ([`scan::AccessScan`]),
 //! its c2c lines and its allocation sites, and ranks the findings by the cycles at stake.
 //!
-//! Cost: every figure is in sampled cycles (the load-to-use latency of sampled loads; one
-//! cycle for any other sampled operation) and × the sampling interval an estimate of the
+//! Cost: every figure is in sampled cycles (the load-to-use latency of sampled loads; a
+//! quarter cycle for any other sampled operation, [`crate::agg::OTHER_OP_CYCLES`]) and × the sampling interval an estimate of the
 //! run's cycles. Load-to-use is total − issue latency: the issue latency is the time a load
 //! waits for its operands (earlier operations' cost, counted there), so a chain of dependent
 //! misses is not counted twice.
@@ -49,14 +49,14 @@ pub struct AdviseInput<'a> {
 /// The PCs worth symbolizing: the costliest, covering 99 % of the sampled cost, and every PC
 /// with at least 5 samples (stores beside a slow load), at most 4000.
 pub fn candidate_pcs(scan: &AccessScan) -> Vec<PcKey> {
-    let mut v: Vec<(PcKey, u64)> = scan.per_pc.iter().map(|(k, p)| (*k, pc_cost(p))).collect();
-    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    let total: u64 = v.iter().map(|(_, c)| c).sum();
-    let mut acc = 0u64;
+    let mut v: Vec<(PcKey, f64)> = scan.per_pc.iter().map(|(k, p)| (*k, pc_cost(p))).collect();
+    v.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let total: f64 = v.iter().map(|(_, c)| c).sum();
+    let mut acc = 0.0f64;
     let mut out = Vec::new();
     for (k, c) in v {
         let p = &scan.per_pc[&k];
-        if (acc as f64) < 0.99 * total as f64 || p.samples >= 5 {
+        if acc < 0.99 * total || p.samples >= 5 {
             out.push(k);
         }
         acc += c;
@@ -68,8 +68,9 @@ pub fn candidate_pcs(scan: &AccessScan) -> Vec<PcKey> {
 }
 
 /// A PC's sampled cost: load-to-use of its timed loads, one cycle per other sample.
-fn pc_cost(p: &PcAccess) -> u64 {
-    p.load_to_use_sum + (p.samples - p.timed_loads.min(p.samples))
+fn pc_cost(p: &PcAccess) -> f64 {
+    p.load_to_use_sum as f64
+        + crate::agg::OTHER_OP_CYCLES * (p.samples - p.timed_loads.min(p.samples)) as f64
 }
 
 /// Wilson score interval (95 %) of k successes in n trials.
@@ -223,7 +224,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
     let scan = input.scan;
     let m = Machine::new(input);
     let interval = input.interval_ops.filter(|i| *i > 0.0).unwrap_or(1.0);
-    let total_sampled = scan.totals.cost_sampled_cycles.max(1) as f64;
+    let total_sampled = scan.totals.cost_sampled_cycles.max(1.0);
     let (cycles, cycles_source) = match input.counters.and_then(|c| c.get("CPU_CYCLES")) {
         Some(&c) if c > 0 => (
             c as f64,
@@ -264,18 +265,18 @@ pub fn advise(input: &AdviseInput) -> Advice {
             per_function.entry(f).or_default().push(*k);
         }
     }
-    let fn_totals = |k: &PcKey| -> (u64, u64, u64) {
+    let fn_totals = |k: &PcKey| -> (u64, u64, f64) {
         // (samples, attributed time, sampled cost) of the PC's function.
         func_of(k)
             .and_then(|f| per_function.get(&f))
             .map(|pcs| {
                 pcs.iter()
                     .filter_map(|p| scan.per_pc.get(p))
-                    .fold((0, 0, 0), |(s, t, c), a| {
+                    .fold((0, 0, 0.0), |(s, t, c), a| {
                         (s + a.samples, t + a.time_ns, c + pc_cost(a))
                     })
             })
-            .unwrap_or((0, 0, 0))
+            .unwrap_or((0, 0, 0.0))
     };
     let fn_samples = |k: &PcKey| -> (u64, u64) {
         let (s, t, _) = fn_totals(k);
@@ -289,7 +290,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
             continue;
         };
         let mem = p.memory_samples();
-        let cost_share = pc_cost(p) as f64 / total_sampled;
+        let cost_share = pc_cost(p) / total_sampled;
         if p.branches as f64 >= MIN_SAMPLES {
             branch_rule(p, *k, total_sampled, &mut cands, &mut note_seen);
         }
@@ -1643,7 +1644,7 @@ fn heap_churn_rule(
         .any(|a| n.starts_with(a.trim_start_matches('_')))
             || name.contains("memset")
     };
-    let mut alloc_cost = 0u64;
+    let mut alloc_cost = 0.0f64;
     for (k, l) in input.locations {
         if l.function.as_deref().is_some_and(alloc_fn) {
             if let Some(p) = input.scan.per_pc.get(k) {

@@ -302,7 +302,7 @@ pub struct ScanTotals {
     pub stores: u64,
     pub timed_loads: u64,
     /// Sampled cost (sum of [`crate::agg::Agg::cost_sampled_cycles`]'s terms).
-    pub cost_sampled_cycles: u64,
+    pub cost_sampled_cycles: f64,
     /// Sum of the attributed times, and how many gaps were capped.
     pub time_ns: u64,
     pub capped_gaps: u64,
@@ -365,7 +365,7 @@ impl AccessScan {
                 p.threads.push(tid);
             }
         }
-        let mut cost = 1u64;
+        let mut cost = crate::agg::OTHER_OP_CYCLES;
         match x.kind {
             OpKind::Load | OpKind::Store => {
                 if x.kind == OpKind::Load {
@@ -392,7 +392,7 @@ impl AccessScan {
                     if let Some(total) = r.total_latency_cycles {
                         let issue = r.issue_latency_cycles.unwrap_or(0).min(total);
                         let to_use = u64::from(total - issue);
-                        cost = to_use;
+                        cost = to_use as f64;
                         p.timed_loads += 1;
                         self.totals.timed_loads += 1;
                         p.load_total_sum += u64::from(total);
