@@ -621,7 +621,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
                     fn_n as f64 / total_samples as f64
                 };
                 let fn_cycles = cycles * fn_share;
-                let fn_latency = fn_cost as f64 * interval;
+                let fn_latency = fn_cost * interval;
                 if fn_latency > fn_cycles && fn_latency > 0.0 {
                     exposure = fn_cycles / fn_latency;
                     assumptions.push(format!(
@@ -1670,7 +1670,7 @@ fn heap_churn_rule(
         {
             continue;
         }
-        let stake = alloc_cost as f64;
+        let stake = alloc_cost;
         if stake / total_sampled < r.t("min_cost_share") {
             continue;
         }
