@@ -639,18 +639,18 @@ mod tests {
             (rest.key.as_str(), rest.verdict),
             ("rest", Verdict::Improved)
         );
-        // Totals: cost 1024 × (100000 + 1000) → 1024 × (20000 + 200).
+        // Totals: cost 1024 × (100000 + 1000 × ¼) → 1024 × (20000 + 200 × ¼).
         let t = &d.totals;
-        assert_eq!(t.cost_cycles.baseline, 1024.0 * 101_000.0);
-        assert_eq!(t.cost_cycles.new, 1024.0 * 20_200.0);
-        assert_eq!(t.cost_cycles.ratio, Some(0.2));
+        assert_eq!(t.cost_cycles.baseline, 1024.0 * 100_250.0);
+        assert_eq!(t.cost_cycles.new, 1024.0 * 20_050.0);
+        assert!((t.cost_cycles.ratio.unwrap() - 0.2).abs() < 1e-12);
         assert_eq!(t.load_latency_sum_cycles.new, 1024.0 * 20_000.0);
         assert_eq!(t.samples.ratio, Some(0.6));
         assert!(t.cycles.is_none());
         assert!(d.notes.iter().any(|n| n.contains("no CPU_CYCLES")));
     }
 
-    /// 1000 → 1040 samples of weight 1 is 40 against a threshold of 2√2040 ≈ 90: noise; a row
+    /// 1000 → 1040 samples of weight ¼ is 10 against a threshold of 2√(2040/16) ≈ 23: noise; a row
     /// with one sample on one side is noise too, and both come after a real change.
     #[test]
     fn changes_within_the_sampling_error_are_noise_and_last() {
@@ -681,8 +681,8 @@ mod tests {
             ]
         );
         let steady = &d.functions[1];
-        assert_eq!(steady.delta_cost_cycles, 40.0 * 256.0);
-        assert!((steady.noise_cycles - 2.0 * 256.0 * 2040f64.sqrt()).abs() < 1e-6);
+        assert_eq!(steady.delta_cost_cycles, 10.0 * 256.0);
+        assert!((steady.noise_cycles - 2.0 * 256.0 * (2040.0f64 / 16.0).sqrt()).abs() < 1e-6);
         assert_eq!(d.functions[2].only_in, Some("new"));
         assert_eq!(d.functions[2].cost_ratio, None);
     }
@@ -703,7 +703,7 @@ mod tests {
         let f = &d.functions[0];
         assert_eq!(
             (f.cost_baseline_cycles, f.cost_new_cycles),
-            (1_024_000.0, 1_024_000.0)
+            (256_000.0, 256_000.0)
         );
         assert_eq!(f.verdict, Verdict::Noise);
         assert_eq!(d.totals.estimated_ops.ratio, Some(1.0));
@@ -712,9 +712,9 @@ mod tests {
         let cycles = d.totals.cycles.unwrap();
         assert_eq!(cycles.ratio, Some(1.0 / 5.4));
         assert_eq!(d.totals.instructions.unwrap().ratio, Some(1.0));
-        // Unknown interval: counted once per sample, and said.
+        // Unknown interval: counted once per sample (a quarter cycle each), and said.
         let d = diff(&report(None, &[("f", group(0, 0, 10))]), &b, [None, None]);
-        assert_eq!(d.functions[0].cost_baseline_cycles, 10.0);
+        assert_eq!(d.functions[0].cost_baseline_cycles, 2.5);
         assert!(d
             .notes
             .iter()

@@ -5,8 +5,9 @@
 //! - the first finding's class and line are the ones the program's source marks: the lines of
 //!   the problem carry a comment `advise: CLASS` (in the problem's branch of the `#if`), so the
 //!   expectation is written beside the code, not taken from spelunk;
-//! - the fixed build's first finding is another class, and where it still raises the class,
-//!   at under 10 % of the cycles or under half the problem's share (for `bandwidth`, whose fix
+//! - the fixed build's first finding is not that class at 10 % of the cycles or more, and where
+//!   it still raises the class, at under 10 % of the cycles or under half the problem's share
+//!   (for `bandwidth`, whose fix
 //!   moves fewer bytes and leaves a stream: its cycles at stake fall by a quarter or more;
 //!   docs/advise.md, "Checked");
 //! - the first finding's gain range covers the emulated gain of the real fix: the problem's
@@ -217,8 +218,8 @@ fn check_case(lib: &Path, c: &Case) -> Result<String, String> {
             "first finding at {file}:{got_line}, marked lines {lines:?}"
         ));
     }
-    // The fixed build: the class is not its first finding, and where still raised it holds
-    // under 10 % of the cycles or under half the problem's share. Bandwidth: fusing streams
+    // The fixed build: the class is not its first finding at 10 % of the cycles or more, and
+    // where still raised it holds under 10 % of the cycles or under half the problem's share. Bandwidth: fusing streams
     // moves fewer bytes and leaves a stream, so the class stays; its cycles at stake must fall
     // by a quarter or more.
     let was = first["gain"]["share_of_cycles"].as_f64().unwrap_or(0.0);
@@ -246,10 +247,9 @@ fn check_case(lib: &Path, c: &Case) -> Result<String, String> {
             ));
         }
     } else {
-        if fixed_findings
-            .first()
-            .is_some_and(|f| f["class"] == class.as_str())
-        {
+        if fixed_findings.first().is_some_and(|f| {
+            f["class"] == class.as_str() && f["gain"]["share_of_cycles"].as_f64() >= Some(0.10)
+        }) {
             problems.push(format!("the fixed build's first finding is still {class}"));
         }
         let still: Vec<f64> = of_class(fixed_findings)
@@ -351,7 +351,7 @@ fn false_sharing_names_the_fields_to_pad_apart() {
     let Some(lib) = setup() else { return };
     let dir = outdir("false-sharing");
     let prog = root().join("workloads/build/false_sharing");
-    let (a, _) = record_and_advise(&lib, &dir, "fs", &[], &prog, &["2", "200000"]);
+    let (a, _) = record_and_advise(&lib, &dir, "fs", &[], &prog, &["2", "1000000"]);
     let f = &a["findings"][0];
     assert_eq!(f["class"], "false-sharing", "{f:#}");
     let fields = f["fix"]["fields"].as_array().unwrap();
@@ -372,7 +372,7 @@ fn false_sharing_names_the_fields_to_pad_apart() {
         "nfs",
         &[],
         &root().join("workloads/build/no_false_sharing"),
-        &["2", "200000"],
+        &["2", "1000000"],
     );
     assert!(
         b["findings"]

@@ -224,6 +224,7 @@
     },
   };
   const statCols = [
+    col.share('cost', 'cost', (g) => g.cost_share),
     col.share('share', 'share', (g) => g.share),
     col.count('samples', 'samples', (g) => g.samples),
     col.count('loads', 'loads', (g) => g.loads),
@@ -241,7 +242,7 @@
   ];
   // `--sort` orders (docs/report.md) -> the column showing that figure.
   const SORT_COLUMN = {
-    samples: 'samples', loads: 'loads', stores: 'stores', latency: 'ld_lat_mean', p99: 'ld_lat_p99',
+    cost: 'cost', samples: 'samples', loads: 'loads', stores: 'stores', latency: 'ld_lat_mean', p99: 'ld_lat_p99',
     exec: 'exec_mean', 'l1d-miss': 'l1d_miss', 'llc-miss': 'llc_miss', 'tlb-walk': 'tlb_walk',
     mispredicts: 'mispredicts', remote: 'remote',
   };
@@ -382,7 +383,7 @@
 
   // ---------- hotspots
   function renderHotspots() {
-    const order = R.hotspot_sort || 'samples';
+    const order = R.hotspot_sort || 'cost';
     const s = section('hotspots', 'Hotspots', 'Samples attributed exactly (SPE has no skid) to the function, source line, instruction and DSO of their PC. Load latency in cycles; exec = total - issue - translation. Rows: the first by ' + order + ' (--sort); click a column to sort them.');
     const kinds = [
       ['functions', 'Functions', 'function'],
