@@ -181,6 +181,17 @@ def test_c2c_is_the_cli_json(recording):
     assert len(c2c.lines) == len(c2c.json["lines"])
 
 
+def test_advice_and_findings_are_the_cli_json(recording):
+    rec = spelunk.open(str(recording))
+    advice = rec.advice()
+    assert advice == cli_json("advise", str(recording), "--json")
+    assert advice["schema"] == "spelunk-advise/1"
+    assert rec.findings() == advice["findings"]
+    # Every class of the vocabulary is raised or ruled out (docs/advise.md).
+    classes = {f["class"] for f in advice["findings"]} | {r["class"] for r in advice["ruled_out"]}
+    assert len(classes) == 14
+
+
 def test_errors_carry_the_cli_messages(recording, tmp_path):
     missing = tmp_path / "missing.data"
     with pytest.raises(spelunk.RecordingNotFoundError) as e:
@@ -203,7 +214,7 @@ def test_errors_carry_the_cli_messages(recording, tmp_path):
     assert "no SPE data" in str(e.value)
 
     rec = spelunk.open(recording)
-    with pytest.raises(ValueError, match="unknown order 'fastest'; known: samples, loads"):
+    with pytest.raises(ValueError, match="unknown order 'fastest'; known: cost, samples, loads"):
         rec.report(sort="fastest")
     with pytest.raises(ValueError, match="--line-size 48: expected a power of two"):
         rec.c2c(line_size=48)
