@@ -64,6 +64,7 @@ function topSource(g) {
 
 // `--sort` orders and the column showing each figure (docs/report.md).
 const SORT_COLUMN = {
+  cost: 'cost',
   samples: 'samples', loads: 'loads', stores: 'stores', latency: 'ld_lat_mean', p99: 'ld_lat_p99', exec: 'exec_mean',
   'l1d-miss': 'l1d_miss', 'llc-miss': 'llc_miss', 'tlb-walk': 'tlb_walk', mispredicts: 'mispredicts', remote: 'remote',
 };
@@ -195,7 +196,13 @@ async function checkC2c(page, c2c, n, spec) {
 
 // The report's own sections (a `spelunk report` page).
 async function checkReport(page, json, topdown, n) {
-  // --- summary and losses
+  // --- findings first (spelunk-advise/1 in `advice`), then summary and losses
+  if (json.advice) {
+    check(`${n}: findings section present`, await page.isVisible('#findings'));
+    eq(`${n}: findings listed = JSON findings (at most 10)`, await page.$$eval('#findings-list > li', (e) => e.length),
+      Math.min(10, json.advice.findings.length));
+    eq(`${n}: findings come first`, await page.$eval('main > section', (e) => e.id), 'findings');
+  }
   const rec = json.recording;
   eq(`${n}: samples tile`, await page.textContent('#tile-samples .value'), int(rec.samples_selected));
   const interval = rec.sampling && rec.sampling.effective_interval !== null ? `${int(rec.sampling.effective_interval)} ops` : 'unknown';
