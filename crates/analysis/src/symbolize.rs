@@ -470,7 +470,11 @@ mod tests {
         ] {
             assert!(is_library_source(lib), "{lib}");
         }
-        for user in ["/home/u/src/prog.cc", "prog.cc", "/work/include/spelunk.h"] {
+        for user in [
+            "/home/u/src/prog.cc",
+            "prog.cc",
+            "/srv/build/include/spelunk.h",
+        ] {
             assert!(!is_library_source(user), "{user}");
         }
     }
