@@ -1460,6 +1460,9 @@ fn sharing_rules(
     note_seen: &mut impl FnMut(FindingClass, f64, String),
 ) {
     let Some(c2c) = input.c2c else { return };
+    // A PC's waits are charged to the first (most shared) line it touches only: lines come
+    // ranked by peer snoops, and one PC can touch several (a loop over two padded buffers).
+    let mut charged: std::collections::HashSet<PcKey> = std::collections::HashSet::new();
     for line in &c2c.lines {
         let class = match line.verdict {
             Verdict::FalseSharing | Verdict::TrueAndFalseSharing => FindingClass::FalseSharing,
@@ -1505,6 +1508,7 @@ fn sharing_rules(
         pcs.dedup();
         let waits: f64 = pcs
             .iter()
+            .filter(|k| charged.insert(**k))
             .filter_map(|k| input.scan.per_pc.get(k))
             .map(|p| (p.load_to_use_sum as f64 - p.timed_loads as f64 * m.l1_cycles).max(0.0))
             .sum();
