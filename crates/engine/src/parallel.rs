@@ -149,6 +149,54 @@ pub fn profile(
     profile_in(rec, builder, tap, cores + 1)
 }
 
+/// Samples per batch handed to a side pass's thread: large enough that the hand-off costs
+/// nothing per sample, small enough (4096 × ~120 bytes) to stay in cache.
+const SIDE_BATCH: usize = 4096;
+/// Batches in flight to the side pass: the merge runs ahead of it by at most this many.
+const SIDE_QUEUE: usize = 8;
+
+/// [`profile`] with `side` fed every decoded sample in time order on a thread of its own (the
+/// passes riding on the report's decode: the advisor's scan, c2c's first pass), so the
+/// time-ordered merge only hands samples over in batches and the side pass runs beside the
+/// decode instead of holding up the merge (on a 256 MiB recording the advisor's scan in the
+/// merge made `spelunk report` 3.2× slower: docs/performance.md). The side pass gets the
+/// samples in the same order as a tap would: its results are the same.
+pub fn profile_with_side_pass<F>(
+    rec: &Recording,
+    builder: &mut ProfileBuilder,
+    mut side: F,
+) -> Result<DecodeStats, RecordingError>
+where
+    F: FnMut(&SpeSample) + Send,
+{
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<SpeSample>>(SIDE_QUEUE);
+        let worker = scope.spawn(move || {
+            for batch in rx {
+                batch.iter().for_each(&mut side);
+            }
+        });
+        let mut batch = Vec::with_capacity(SIDE_BATCH);
+        let mut tap = |s: &SpeSample| {
+            batch.push(*s);
+            if batch.len() >= SIDE_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(SIDE_BATCH));
+                // A send fails only when the side pass panicked: the join below says so.
+                let _ = tx.send(full);
+            }
+        };
+        let stats = profile(rec, builder, Some(&mut tap));
+        if !batch.is_empty() {
+            let _ = tx.send(batch);
+        }
+        drop(tx);
+        if let Err(panic) = worker.join() {
+            std::panic::resume_unwind(panic);
+        }
+        stats
+    })
+}
+
 /// [`profile`] with at most `shards` shards.
 fn profile_in(
     rec: &Recording,

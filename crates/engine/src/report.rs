@@ -3,7 +3,6 @@
 
 use crate::advise::{AdviceScan, ADVICE_LINE_BYTES};
 use crate::c2c::C2cScan;
-use crate::parallel::SampleTap;
 use crate::recording::{Recording, RecordingError};
 use crate::select::SampleSelection;
 use spelunk_analysis::model::{RecordingInfo, Report};
@@ -65,7 +64,7 @@ impl Recording {
             .with_phases(self.ctx.phases.clone())
             .with_hotspot_sort(opts.sort);
         let stats = self.while_loading_symbols(symbolizer, || {
-            let mut feed = |s: &SpeSample| {
+            let feed = |s: &SpeSample| {
                 if let Some(c) = c2c.as_mut() {
                     c.add(s);
                 }
@@ -73,12 +72,11 @@ impl Recording {
                     a.add(s);
                 }
             };
-            let tap: Option<SampleTap> = if opts.c2c.is_some() || opts.advise {
-                Some(&mut feed)
+            if opts.c2c.is_some() || opts.advise {
+                crate::parallel::profile_with_side_pass(self, &mut builder, feed)
             } else {
-                None
-            };
-            crate::parallel::profile(self, &mut builder, tap)
+                crate::parallel::profile(self, &mut builder, None)
+            }
         })?;
         let info = self.recording_info(self.losses(&stats));
         let mut report = builder.finish(

@@ -46,6 +46,70 @@ pub struct AdviseInput<'a> {
     pub interval_ops: Option<f64>,
 }
 
+/// The located PCs grouped by function (dso and name): the rules look up a PC's siblings
+/// (the loop's other accesses) and its function's totals once per PC, so the groups are built
+/// once, not by comparing names per lookup (quadratic in the located PCs, and formatting
+/// names each time: seconds on a recording with thousands of PCs in one function).
+#[derive(Debug, Default)]
+struct FunctionGroups {
+    /// PC -> index in `members`.
+    group_of: FastMap<PcKey, usize>,
+    /// The PCs of each function, sorted.
+    members: Vec<Vec<PcKey>>,
+    /// Per function: (samples, attributed time ns, sampled cost).
+    totals: Vec<(u64, u64, f64)>,
+}
+
+impl FunctionGroups {
+    fn new(input: &AdviseInput) -> Self {
+        let mut index: BTreeMap<(Arc<str>, String), usize> = BTreeMap::new();
+        let mut g = FunctionGroups::default();
+        let mut keys: Vec<&PcKey> = input.locations.keys().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let Some(l) = input.locations.get(k) else {
+                continue;
+            };
+            // Per process: the same function in two processes is two loops.
+            let name = (
+                l.dso.clone(),
+                format!("{:?}\u{0}{}", k.0, l.function_name()),
+            );
+            let next = g.members.len();
+            let i = *index.entry(name).or_insert(next);
+            if i == next {
+                g.members.push(Vec::new());
+                g.totals.push((0, 0, 0.0));
+            }
+            g.members[i].push(*k);
+            g.group_of.insert(*k, i);
+            if let Some(a) = input.scan.per_pc.get(k) {
+                let t = &mut g.totals[i];
+                *t = (t.0 + a.samples, t.1 + a.time_ns, t.2 + pc_cost(a));
+            }
+        }
+        g
+    }
+
+    /// The other located PCs of `k`'s function.
+    fn siblings(&self, k: PcKey) -> impl Iterator<Item = PcKey> + '_ {
+        self.group_of
+            .get(&k)
+            .map(|i| self.members[*i].as_slice())
+            .unwrap_or(&[])
+            .iter()
+            .copied()
+            .filter(move |o| *o != k)
+    }
+
+    /// (samples, attributed time, sampled cost) of `k`'s function (zeros when not located).
+    fn totals(&self, k: &PcKey) -> (u64, u64, f64) {
+        self.group_of
+            .get(k)
+            .map_or((0, 0, 0.0), |i| self.totals[*i])
+    }
+}
+
 /// The PCs worth symbolizing: the costliest, covering 99 % of the sampled cost, and every PC
 /// with at least 5 samples (stores beside a slow load), at most 4000.
 pub fn candidate_pcs(scan: &AccessScan) -> Vec<PcKey> {
@@ -252,36 +316,9 @@ pub fn advise(input: &AdviseInput) -> Advice {
         }
     };
 
-    // Function of each located PC, and the PCs per function (for the loop's other operations).
-    let func_of = |k: &PcKey| {
-        input
-            .locations
-            .get(k)
-            .map(|l| (l.dso.clone(), l.function_name()))
-    };
-    let mut per_function: BTreeMap<(Arc<str>, String), Vec<PcKey>> = BTreeMap::new();
-    for k in input.locations.keys() {
-        if let Some(f) = func_of(k) {
-            per_function.entry(f).or_default().push(*k);
-        }
-    }
-    let fn_totals = |k: &PcKey| -> (u64, u64, f64) {
-        // (samples, attributed time, sampled cost) of the PC's function.
-        func_of(k)
-            .and_then(|f| per_function.get(&f))
-            .map(|pcs| {
-                pcs.iter()
-                    .filter_map(|p| scan.per_pc.get(p))
-                    .fold((0, 0, 0.0), |(s, t, c), a| {
-                        (s + a.samples, t + a.time_ns, c + pc_cost(a))
-                    })
-            })
-            .unwrap_or((0, 0, 0.0))
-    };
-    let fn_samples = |k: &PcKey| -> (u64, u64) {
-        let (s, t, _) = fn_totals(k);
-        (s, t)
-    };
+    // The PCs per function (for the loop's other operations) and the functions' totals.
+    let groups = FunctionGroups::new(input);
+    let fn_totals = |k: &PcKey| -> (u64, u64, f64) { groups.totals(k) };
 
     let mut keys: Vec<&PcKey> = input.locations.keys().collect();
     keys.sort_unstable();
@@ -498,7 +535,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
             *k,
             p,
             total_sampled,
-            &fn_samples,
+            &groups,
             &mut cands,
             &mut note_seen,
         );
@@ -806,7 +843,7 @@ fn location_of(input: &AdviseInput, pcs: &[PcKey], scan: &AccessScan) -> Finding
     let mut threads: Vec<u32> = pcs
         .iter()
         .filter_map(|k| scan.per_pc.get(k))
-        .flat_map(|p| p.threads.iter().copied())
+        .flat_map(|p| p.threads().iter().copied())
         .collect();
     threads.sort_unstable();
     threads.dedup();
@@ -889,7 +926,7 @@ fn miss_rules(
     k: PcKey,
     p: &PcAccess,
     total_sampled: f64,
-    fn_samples: &dyn Fn(&PcKey) -> (u64, u64),
+    groups: &FunctionGroups,
     cands: &mut Vec<Candidate>,
     note_seen: &mut impl FnMut(FindingClass, f64, String),
 ) {
@@ -944,7 +981,7 @@ fn miss_rules(
         } else {
             0.0
         };
-        let overlap = store_overlap(input, k, p);
+        let overlap = store_overlap(input, groups, k, p);
         note_seen(
             FindingClass::StoreForwarding,
             l1_excess * overlap,
@@ -1077,7 +1114,7 @@ fn miss_rules(
         {
             // A unit-stride sibling in the same function (a transpose reads one way, writes the
             // other): interchange only moves the problem, tile instead.
-            let sibling = unit_stride_sibling(input, k);
+            let sibling = unit_stride_sibling(input, groups, k);
             let (summary, step) = if sibling {
                 (
                     "tile the loops (block the walk)".to_string(),
@@ -1136,7 +1173,7 @@ fn miss_rules(
                 .max(p.pattern.line_offset_count() as u64)
                 .max(8)
                 .min(s);
-            let used = sibling_bytes_used(input, k, s).max(used).min(s);
+            let used = sibling_bytes_used(input, groups, k, s).max(used).min(s);
             if (used as f64) / (s as f64) <= la.t("max_used_share") {
                 cands.push(Candidate {
                     class: FindingClass::Layout,
@@ -1181,7 +1218,7 @@ fn miss_rules(
         // order (a transpose: the striding stores' misses hold up the loop): the cause is the
         // column walk, and since one of the two strides whichever loop is innermost, tile.
         if (s as f64) <= bw.t("max_stride_bytes") && excess_per_load >= tr.t("min_excess_cycles") {
-            if let Some((sk, srow)) = column_sibling(input, k) {
+            if let Some((sk, srow)) = column_sibling(input, groups, k) {
                 let mut e = stride_ev(s);
                 e.push(ev("sibling_row_bytes", srow as f64, "bytes", None, 0));
                 cands.push(Candidate {
@@ -1262,7 +1299,7 @@ fn miss_rules(
     let latency = m.latency_for_footprint(footprint);
     // Cycles per iteration were the load an L1 hit: the loop's operations at the core's width,
     // or, for a dependent load (one that waited for its address), the L1 latency + 2 cycles.
-    let (fn_ops, _) = fn_samples(&k);
+    let (fn_ops, _, _) = groups.totals(&k);
     let ops_per_iter = (fn_ops as f64 / p.samples.max(1) as f64).max(1.0);
     let dependent = is_dependent(p, m);
     let fast_iter = (ops_per_iter / m.width).max(if dependent { m.l1_cycles + 2.0 } else { 1.0 });
@@ -1341,27 +1378,22 @@ fn human_bytes(b: f64) -> String {
     }
 }
 
-/// PCs of the same function as `k` (located ones).
+/// PCs of the same function as `k` (located ones), with their accesses.
 fn same_function<'a>(
     input: &'a AdviseInput,
+    groups: &'a FunctionGroups,
     k: PcKey,
-) -> impl Iterator<Item = (&'a PcKey, &'a PcAccess)> + 'a {
-    let f = input
-        .locations
-        .get(&k)
-        .map(|l| (l.dso.clone(), l.function_name()));
-    input.locations.iter().filter_map(move |(o, l)| {
-        (*o != k && o.0 == k.0 && Some((l.dso.clone(), l.function_name())) == f)
-            .then(|| input.scan.per_pc.get(o).map(|p| (o, p)))
-            .flatten()
-    })
+) -> impl Iterator<Item = (PcKey, &'a PcAccess)> + 'a {
+    groups
+        .siblings(k)
+        .filter_map(move |o| input.scan.per_pc.get(&o).map(|p| (o, p)))
 }
 
 /// An access of the same function, in the same time span, walking column order over more
 /// than a page: its key and row (or stride) in bytes.
-fn column_sibling(input: &AdviseInput, k: PcKey) -> Option<(PcKey, u64)> {
+fn column_sibling(input: &AdviseInput, groups: &FunctionGroups, k: PcKey) -> Option<(PcKey, u64)> {
     let me = input.scan.per_pc.get(&k)?;
-    same_function(input, k)
+    same_function(input, groups, k)
         .filter(|(_, p)| {
             p.memory_samples() as f64 >= MIN_SAMPLES / 2.0 && me.time_overlap(p) >= 0.5
         })
@@ -1372,15 +1404,15 @@ fn column_sibling(input: &AdviseInput, k: PcKey) -> Option<(PcKey, u64)> {
                 .flatten()
                 .filter(|s| *s >= 1024);
             let row = regular_long.or_else(|| pat.row_bytes(0.5, 0.6))?;
-            Some((*o, row, p.memory_samples()))
+            Some((o, row, p.memory_samples()))
         })
         .max_by_key(|(o, _, n)| (*n, std::cmp::Reverse(*o)))
         .map(|(o, r, _)| (o, r))
 }
 
 /// Another access of the same function walking unit-stride (≤ 16 bytes) over a large range.
-fn unit_stride_sibling(input: &AdviseInput, k: PcKey) -> bool {
-    same_function(input, k).any(|(_, p)| {
+fn unit_stride_sibling(input: &AdviseInput, groups: &FunctionGroups, k: PcKey) -> bool {
+    same_function(input, groups, k).any(|(_, p)| {
         p.memory_samples() as f64 >= MIN_SAMPLES / 2.0
             && p.pattern.votes() >= 4
             && p.pattern.direction_share().unwrap_or(0.0) >= 0.75
@@ -1391,7 +1423,7 @@ fn unit_stride_sibling(input: &AdviseInput, k: PcKey) -> bool {
 
 /// Bytes of each `stride` used by all accesses of the same function with that stride over the
 /// same range (the fields a loop reads of each record).
-fn sibling_bytes_used(input: &AdviseInput, k: PcKey, stride: u64) -> u64 {
+fn sibling_bytes_used(input: &AdviseInput, groups: &FunctionGroups, k: PcKey, stride: u64) -> u64 {
     let Some(me) = input.scan.per_pc.get(&k) else {
         return 0;
     };
@@ -1400,7 +1432,7 @@ fn sibling_bytes_used(input: &AdviseInput, k: PcKey, stride: u64) -> u64 {
         me.pattern.max_address.unwrap_or(0),
     );
     let mut offsets: Vec<u64> = Vec::new();
-    for (_, p) in same_function(input, k).chain(std::iter::once((&k, me))) {
+    for (_, p) in same_function(input, groups, k).chain(std::iter::once((k, me))) {
         let (a, b) = (
             p.pattern.min_address.unwrap_or(0),
             p.pattern.max_address.unwrap_or(0),
@@ -1423,12 +1455,12 @@ fn sibling_bytes_used(input: &AdviseInput, k: PcKey, stride: u64) -> u64 {
 /// store that matches most. Two walks over different arrays, or over one array at different
 /// times, match in few samples; `a[i] = a[i-1] + ...` or a running total kept in memory match
 /// in most.
-fn store_overlap(input: &AdviseInput, k: PcKey, p: &PcAccess) -> f64 {
+fn store_overlap(input: &AdviseInput, groups: &FunctionGroups, k: PcKey, p: &PcAccess) -> f64 {
     if p.timed_loads == 0 || p.pattern.sample_addresses.len() < 8 {
         return 0.0;
     }
     let mut best = 0.0f64;
-    for (_, s) in same_function(input, k) {
+    for (_, s) in same_function(input, groups, k) {
         if s.stores == 0 || s.loads > s.stores || p.time_overlap(s) < 0.5 {
             continue;
         }

@@ -249,8 +249,10 @@ pub struct PcAccess {
     /// next sample (capped), ns.
     pub time_ns: u64,
     pub pattern: AddressPattern,
-    /// Threads sampled here (at most 16).
-    pub threads: Vec<u32>,
+    /// Threads sampled here (at most [`MAX_THREADS`]; [`PcAccess::threads`]): held inline,
+    /// as the per-sample check would otherwise miss the cache on a heap block of its own.
+    thread_ids: [u32; MAX_THREADS],
+    thread_count: u8,
     /// The first sampled data address and its time (to resolve the data object).
     pub first_access: Option<(u64, Option<u64>)>,
     /// Times of the first and last sample (ns).
@@ -258,7 +260,23 @@ pub struct PcAccess {
     pub last_time_ns: Option<u64>,
 }
 
+/// The threads a PC keeps.
+const MAX_THREADS: usize = 16;
+
 impl PcAccess {
+    /// The threads sampled here (the first [`MAX_THREADS`]).
+    pub fn threads(&self) -> &[u32] {
+        &self.thread_ids[..usize::from(self.thread_count)]
+    }
+
+    fn add_thread(&mut self, tid: u32) {
+        let n = usize::from(self.thread_count);
+        if n < MAX_THREADS && !self.thread_ids[..n].contains(&tid) {
+            self.thread_ids[n] = tid;
+            self.thread_count += 1;
+        }
+    }
+
     pub fn mean_load_to_use(&self) -> Option<f64> {
         (self.timed_loads > 0).then(|| self.load_to_use_sum as f64 / self.timed_loads as f64)
     }
@@ -361,9 +379,7 @@ impl AccessScan {
             p.last_time_ns = Some(t);
         }
         if let Some(tid) = s.tid {
-            if p.threads.len() < 16 && !p.threads.contains(&tid) {
-                p.threads.push(tid);
-            }
+            p.add_thread(tid);
         }
         let mut cost = crate::agg::OTHER_OP_CYCLES;
         match x.kind {
