@@ -52,6 +52,12 @@ pub struct AdviseArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// FILE is a raw SPE byte buffer, not a perf.data file (findings then name PCs only: a
+    /// raw buffer has no symbols, processes or sampling interval). A file that is not a
+    /// perf.data but decodes as SPE records is read this way without the flag.
+    #[arg(long)]
+    pub raw: bool,
+
     #[command(flatten)]
     pub filter: FilterArgs,
 
@@ -76,6 +82,18 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<ExitCode> {
              record with SPE (spelunk record) or the emulator (spelunk record --emulate) for \
              findings",
         )
+    } else if args.raw || is_raw_spe_buffer(&args.file) {
+        crate::common::guard_outputs(&[args.file.as_path()], args.html.as_deref())?;
+        let midr = spelunk_engine::select::midr_override(
+            args.interp.cpu_model.as_deref(),
+            args.interp.midr.as_deref(),
+        )?;
+        spelunk_engine::advise::raw_buffer_advice(
+            &args.file,
+            midr,
+            args.filter
+                .filter(&spelunk_analysis::context::RecordingContext::default())?,
+        )?
     } else {
         let [data, sidecar] = crate::common::recording_inputs(&args.file);
         crate::common::guard_outputs(&[data.as_path(), sidecar.as_path()], args.html.as_deref())?;
@@ -103,4 +121,14 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<ExitCode> {
         print!("{}", spelunk_report::advise_text::render(&advice, args.all));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file whose first bytes are SPE records rather than a perf.data header.
+fn is_raw_spe_buffer(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)
+        .and_then(|f| f.take(4096).read_to_end(&mut head))
+        .is_ok()
+        && spelunk_perf::reader::looks_like_raw_spe(&head)
 }

@@ -170,3 +170,42 @@ fn advise_html_is_one_offline_page_with_the_findings() {
     assert!(html.contains("spelunk-advise/1") && html.contains("\"advice\":{"));
     assert!(html.contains("default-src 'none'"));
 }
+
+/// The real-hardware SPE buffers in tests/data/spe (raw: no perf.data around them) give advice,
+/// never an error: one record is insufficient evidence, said with the reason; read as raw
+/// without `--raw` too, and with it.
+#[test]
+fn a_raw_hardware_buffer_gives_insufficient_evidence_not_an_error() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/spe");
+    for name in ["spe-b1-ts0.data", "spe-b1-ts1.data"] {
+        let f = dir.join(name);
+        for extra in [&[][..], &["--raw"][..]] {
+            let mut args = vec!["advise", f.to_str().unwrap(), "--json"];
+            args.extend_from_slice(extra);
+            let (ok, out, err) = spelunk(&args);
+            assert!(ok, "{name} {extra:?}: {err}");
+            let a: Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(a["findings"].as_array().unwrap().len(), 0, "{a:#}");
+            every_class_once(&a);
+            let r = a["ruled_out"][0]["reason"].as_str().unwrap();
+            // The buffer holds one branch record (its README).
+            assert!(r.contains("1 samples selected"), "{r}");
+            assert!(
+                a["notes"].to_string().contains("raw SPE buffer"),
+                "{}",
+                a["notes"]
+            );
+        }
+    }
+    // 300 copies of one buffer: enough samples for the rules to run over its branch records.
+    let bytes = std::fs::read(dir.join("spe-b1-ts1.data")).unwrap();
+    let tmp = std::env::temp_dir().join(format!("spelunk-advise-raw-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let many = tmp.join("many.raw");
+    std::fs::write(&many, bytes.repeat(300)).unwrap();
+    let (ok, out, err) = spelunk(&["advise", many.to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("300 samples"), "{out}");
+    assert!(out.contains("raw SPE buffer"), "{out}");
+    std::fs::remove_dir_all(&tmp).unwrap();
+}

@@ -156,3 +156,107 @@ impl Recording {
         }
     }
 }
+
+/// Bytes read from a raw buffer at a time.
+const RAW_CHUNK_BYTES: usize = 1 << 20;
+
+/// The advice over a raw SPE buffer (SPE records with no perf.data around them, as the
+/// real-hardware buffers in tests/data/spe or WindowsPerf's): there are no processes, symbols,
+/// sampling interval or counters, so findings name PCs only, costs are in sampled cycles, and
+/// every class that needs what is missing says so. A buffer without a decodable sample is
+/// advice of insufficient evidence, not an error; only an unreadable file is.
+pub fn raw_buffer_advice(
+    path: &std::path::Path,
+    midr: Option<spelunk_spe::Midr>,
+    filter: Filter,
+) -> Result<Advice, RecordingError> {
+    use std::io::Read;
+    let name = path.display().to_string();
+    let input_error = |what: String| {
+        move |source: std::io::Error| RecordingError::Input {
+            what,
+            source: Box::new(source),
+        }
+    };
+    spelunk_fsio::regular_file(path).map_err(input_error(format!("{name}: cannot open")))?;
+    let mut file =
+        std::fs::File::open(path).map_err(input_error(format!("{name}: cannot open")))?;
+    let interp = spelunk_spe::Interpretation::uniform(midr);
+    let mut sel = Selector::new(&interp, filter);
+    // No times: no gap is charged, so the cap does not matter.
+    let mut scan = AccessScan::new(u64::MAX);
+    let mut decoder = spelunk_spe::RecordDecoder::new();
+    let mut buf = vec![0u8; RAW_CHUNK_BYTES];
+    let mut offset = 0u64;
+    loop {
+        let n = file
+            .read(&mut buf)
+            .map_err(input_error(format!("{name}: read failed at byte {offset}")))?;
+        if n == 0 {
+            break;
+        }
+        decoder.feed_each(&buf[..n], offset, |r| {
+            let s = SpeSample {
+                record: *r,
+                ..Default::default()
+            };
+            if let Some(x) = sel.select(&s) {
+                scan.add(&s, &x);
+            }
+        });
+        offset += n as u64;
+    }
+    decoder.finish();
+    let model = interp.default.model.map(|m| m.name().to_string());
+    if scan.totals.samples == 0 {
+        let bad = decoder.stats().bad_bytes;
+        return Ok(spelunk_analysis::advise::without_samples(
+            &name,
+            model,
+            false,
+            &format!(
+                "no SPE sample in this raw buffer ({offset} bytes, {bad} of them not decodable as \
+                 SPE packets)"
+            ),
+        ));
+    }
+    // No symbols: each PC is a place of its own (nothing says which PCs form one loop, so the
+    // rules that look at a loop's other accesses find none).
+    let dso: std::sync::Arc<str> = std::sync::Arc::from("[raw SPE buffer]");
+    let locations: FastMap<_, _> = candidate_pcs(&scan)
+        .into_iter()
+        .map(|k| {
+            let loc = spelunk_analysis::symbolize::CodeLocation {
+                dso: dso.clone(),
+                function: Some(std::sync::Arc::from(format!("[pc {:#x}]", k.1))),
+                function_offset: None,
+                file: None,
+                line: None,
+                inlined: Vec::new(),
+                file_offset: None,
+            };
+            (k, std::sync::Arc::new(loc))
+        })
+        .collect();
+    let objects = DataObjects::default();
+    let input = AdviseInput {
+        file: name,
+        cpu_model: model,
+        emulated: false,
+        scan: &scan,
+        locations: &locations,
+        objects: &objects,
+        c2c: None,
+        allocation_sites: &[],
+        counters: None,
+        config: None,
+        interval_ops: None,
+    };
+    let mut advice = advise(&input);
+    advice.notes.push(
+        "a raw SPE buffer: no processes, symbols, sampling interval or counters came with it, \
+         so findings name PCs only (record with spelunk record for functions, lines and objects)"
+            .into(),
+    );
+    Ok(advice)
+}

@@ -267,15 +267,22 @@ fn i32_at(b: &[u8], o: usize) -> Option<i32> {
     u32_at(b, o).map(|v| v as i32)
 }
 
+/// Whether a file's first bytes (up to 4 KiB) decode as SPE records with PCs and nothing
+/// else: a raw SPE buffer, not a perf.data file.
+pub fn looks_like_raw_spe(head: &[u8]) -> bool {
+    if head.get(0..8) == Some(&abi::header::MAGIC[..]) {
+        return false;
+    }
+    let (records, stats, _) = spelunk_spe::decode_records(head);
+    !records.is_empty() && stats.bad_bytes == 0 && records.iter().any(|r| r.pc.is_some())
+}
+
 /// Describes what a non-perf file looks like, for the "not a perf.data file" error.
 fn describe_foreign(head: &[u8]) -> String {
     if head.is_empty() {
         return "the file is empty".into();
     }
-    let (records, stats, _) = spelunk_spe::decode_records(head);
-    let decodable =
-        !records.is_empty() && stats.bad_bytes == 0 && records.iter().any(|r| r.pc.is_some());
-    if decodable {
+    if looks_like_raw_spe(head) {
         return "looks like a raw SPE buffer; use --raw".into();
     }
     if head.starts_with(b"\x7fELF") {
