@@ -17,3 +17,4 @@ pub mod report;
 pub mod sample_rows;
 pub mod samples;
 pub mod select;
+pub mod verify;
