@@ -88,7 +88,7 @@ fn every_class_once(a: &Value) {
 fn a_hardware_shaped_recording_gives_findings_or_reasons() {
     let data = recording("hw", 3000);
     let a = advise_json(&data);
-    assert_eq!(a["schema"], "spelunk-advise/1");
+    assert_eq!(a["schema"], "spelunk-advise/1.1");
     assert_eq!(a["emulated"], false);
     // No counters: the run's cycles are the sampled cost × the interval, and it says so.
     assert!(
@@ -169,4 +169,17 @@ fn advise_html_is_one_offline_page_with_the_findings() {
     let html = std::fs::read_to_string(&page).unwrap();
     assert!(html.contains("spelunk-advise/1") && html.contains("\"advice\":{"));
     assert!(html.contains("default-src 'none'"));
+}
+
+/// `--verify` re-runs the program under the emulator: a hardware recording has nothing to
+/// re-run, which is said, with a non-zero exit.
+#[test]
+fn verify_refuses_a_hardware_recording() {
+    let data = recording("verify", 2000);
+    let (ok, out, err) = spelunk(&["advise", data.to_str().unwrap(), "--verify"]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("was recorded on hardware: record it with --emulate"),
+        "{err}"
+    );
 }
