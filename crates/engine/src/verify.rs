@@ -341,11 +341,13 @@ mod tests {
 
     #[test]
     fn the_gain_is_baseline_over_counterfactual_cycles() {
-        let mut advice = Advice::default();
-        advice.findings = vec![
-            finding(FindingClass::Prefetch),
-            finding(FindingClass::BranchMispredict),
-        ];
+        let advice = Advice {
+            findings: vec![
+                finding(FindingClass::Prefetch),
+                finding(FindingClass::BranchMispredict),
+            ],
+            ..Advice::default()
+        };
         let plan = VerifyPlan {
             command: vec!["./app".into()],
             emulator_options: vec!["--period=1024".into()],
