@@ -224,6 +224,21 @@ static Bool parse_option(const HChar *arg)
          VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
       return True;
    }
+   if (VG_STR_CLO(arg, "--no-transfer-range", s)) {
+      if (!parse_ranges(s, cfg.no_transfer_lo, cfg.no_transfer_hi, &cfg.n_no_transfer))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
+   if (VG_STR_CLO(arg, "--forward-pcs", s)) {
+      if (!parse_ranges(s, cfg.forward_pc_lo, cfg.forward_pc_hi, &cfg.n_forward_pcs))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
+   if (VG_STR_CLO(arg, "--no-split-pcs", s)) {
+      if (!parse_ranges(s, cfg.no_split_pc_lo, cfg.no_split_pc_hi, &cfg.n_no_split_pcs))
+         VG_(fmsg_bad_option)(arg, "expected up to 8 hexadecimal START-END ranges, comma-separated\n");
+      return True;
+   }
    if (VG_STR_CLO(arg, "--thp", s)) {
       if (!sl_thp_parse(s, &cfg.thp)) VG_(fmsg_bad_option)(arg, "expected always, madvise or never\n");
       return True;
@@ -299,6 +314,11 @@ static void sl_print_usage(void)
       "                               complete at the L1D latency\n"
       "    --huge-range=<lo>-<hi>[,...]  counterfactual: huge pages in these address ranges\n"
       "                               whatever the THP policy and the mapping\n"
+      "    --no-transfer-range=<lo>-<hi>[,...]  counterfactual: each core its own copy of these\n"
+      "                               lines (no ownership transfers between cores)\n"
+      "    --forward-pcs=<lo>-<hi>[,...]  counterfactual: loads of these PCs take a pending\n"
+      "                               store's data at the L1D latency, without waiting for it\n"
+      "    --no-split-pcs=<lo>-<hi>[,...]  counterfactual: accesses of these PCs do not split\n"
       "    --timeline-us=<us>         virtual time between counter snapshots [100, 0 = off]\n"
       "    --cores=<n>                virtual cores, 1-1024 (threads beyond share cores) [64]\n"
       "    --track-allocs=yes|no      log heap blocks with their stacks and exact accesses [yes]\n"

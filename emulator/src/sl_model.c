@@ -1854,6 +1854,23 @@ static SL_NOINLINE ULong fwd_load(SlCore *c, const SlFwd *f, Addr va, UInt size,
    return MAX(ready, f->written + (ULong)(cfg->l1d_lat + cfg->fwd_fail_penalty) * SL_TQ);
 }
 
+/* Whether a is in one of the n ranges [lo[i], hi[i]) (the counterfactual knobs). */
+static inline Bool in_ranges(const Addr *lo, const Addr *hi, UInt n, Addr a)
+{
+   UInt k;
+   for (k = 0; k < n; k++)
+      if (a >= lo[k] && a < hi[k]) return True;
+   return False;
+}
+
+/* The knob --forward-pcs: a load of these PCs takes a store's bytes at the L1D latency (the
+ * value as if kept in a register), neither waiting for the store's data nor replaying. */
+static inline Bool forwarded_free(const SlConfig *cfg, Addr pc)
+{
+   return cfg->n_forward_pcs &&
+          in_ranges(cfg->forward_pc_lo, cfg->forward_pc_hi, cfg->n_forward_pcs, pc);
+}
+
 /* Dispatches memory op *n (the next op): after the op rob_size earlier retired, the memory op
  * ls_issue_queue earlier issued and (stores) the store store_buffer earlier drained. Returns the
  * dispatch time; *sel: selected for sampling; *pos: its issue-queue slot. */
@@ -1928,6 +1945,12 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       te = NULL; /* (no memo this time) */
    }
    line = pa >> SL_LINE_SHIFT;
+   if (SL_UNLIKELY(cfg->n_no_transfer) &&
+       in_ranges(cfg->no_transfer_lo, cfg->no_transfer_hi, cfg->n_no_transfer, va)) {
+      /* the knob: each core's own copy of the line (a line address no other core uses, above
+       * every physical address the model hands out), as if the data were padded apart */
+      line ^= (Addr)(c->id + 1) << SL_PRIVATE_LINE_SHIFT;
+   }
 
    /* MEM_ACCESS, LD/ST_SPEC, L1D_CACHE, L1D_TLB and TRUTH_STORE_OPS follow from these two
     * (sl_core_counters) */
@@ -1982,7 +2005,9 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       memo->way = li;
    }
 
-   if (SL_UNLIKELY((va & (SL_LINE - 1)) + m->size > SL_LINE)) {
+   if (SL_UNLIKELY((va & (SL_LINE - 1)) + m->size > SL_LINE) &&
+       !(cfg->n_no_split_pcs &&
+         in_ranges(cfg->no_split_pc_lo, cfg->no_split_pc_hi, cfg->n_no_split_pcs, m->pc))) {
       /* it crosses a line: the second line too (the op completes when both are there) */
       SlLevel lv2 = SL_LVL_L1D;
       UInt e2 = ev | SL_EV_ALIGNMENT;
@@ -1991,24 +2016,22 @@ static SL_ALWAYS_INLINE ULong mem_op(SlCore *c, const SlMemOp *m, SlLevel *lvl_o
       if (r2 > ready) ready = r2;
       if (lv2 > lvl) lvl = lv2; /* (the farther level supplied the op) */
    }
-   if (SL_UNLIKELY(cfg->n_l1_pcs) && !store) {
+   if (SL_UNLIKELY(cfg->n_l1_pcs) && !store &&
+       in_ranges(cfg->l1_pc_lo, cfg->l1_pc_hi, cfg->n_l1_pcs, m->pc)) {
       /* the knob: this load's data as if in L1D */
-      UInt k;
-      for (k = 0; k < cfg->n_l1_pcs; k++)
-         if (m->pc >= cfg->l1_pc_lo[k] && m->pc < cfg->l1_pc_hi[k]) {
-            ready = l1ready;
-            lvl = SL_LVL_L1D;
-         }
+      ready = l1ready;
+      lvl = SL_LVL_L1D;
    }
    if (!store) {
       /* a store still in the store buffer with some of its bytes (youngest per chunk) */
       const SlFwd *f = &c->fwd[fwd_slot(va)];
       const Addr end = va + m->size;
       if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size)) {
-         ready = fwd_load(c, f, va, m->size, l1ready, ready);
+         if (!forwarded_free(cfg, m->pc)) ready = fwd_load(c, f, va, m->size, l1ready, ready);
       } else if (SL_UNLIKELY(((va ^ (end - 1)) >> 3) != 0)) {
          f = &c->fwd[fwd_slot(end - 1)];
-         if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size))
+         if (SL_UNLIKELY(f->written > I && f->va < end && va < f->va + f->size) &&
+             !forwarded_free(cfg, m->pc))
             ready = fwd_load(c, f, va, m->size, l1ready, ready);
       }
    }

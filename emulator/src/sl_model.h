@@ -21,6 +21,10 @@
  * register. */
 typedef unsigned __int128 SlDeps;
 #define SL_LINE_SHIFT 6u
+/* --no-transfer-range: a core's private copy of a line is the line address XOR (core id + 1)
+ * << this (physical addresses stay under 2^48: DRAM from 0x8000000000, page tables from
+ * 0x7000000000) */
+#define SL_PRIVATE_LINE_SHIFT 42u
 #define SL_LINE 64u
 
 /* Most virtual cores a run may have (--cores): bounds the model's core table and the tool's
@@ -142,6 +146,15 @@ typedef struct SlConfig_ {
    UInt n_l1_pcs, n_huge_ranges;
    Addr l1_pc_lo[SL_MAX_KNOB_RANGES], l1_pc_hi[SL_MAX_KNOB_RANGES];
    Addr huge_lo[SL_MAX_KNOB_RANGES], huge_hi[SL_MAX_KNOB_RANGES];
+   /* ... the lines of [no_transfer_lo[i], no_transfer_hi[i]) (data addresses) are private to
+    * each core (no invalidation or transfer between cores); loads whose PC is in
+    * [forward_pc_lo[i], forward_pc_hi[i]) read what a store in the store buffer wrote at the
+    * L1D latency, without waiting for the store; accesses whose PC is in [no_split_pc_lo[i],
+    * no_split_pc_hi[i]) are made as if they did not cross a line */
+   UInt n_no_transfer, n_forward_pcs, n_no_split_pcs;
+   Addr no_transfer_lo[SL_MAX_KNOB_RANGES], no_transfer_hi[SL_MAX_KNOB_RANGES];
+   Addr forward_pc_lo[SL_MAX_KNOB_RANGES], forward_pc_hi[SL_MAX_KNOB_RANGES];
+   Addr no_split_pc_lo[SL_MAX_KNOB_RANGES], no_split_pc_hi[SL_MAX_KNOB_RANGES];
    UInt prefetch_distance; /* lines ahead; 0 disables the prefetcher */
    UInt stride_distance;   /* strides ahead the stride prefetcher fills L2; 0 disables it */
    UInt stride_max_lines;  /* largest stride (lines) the stride prefetcher follows */

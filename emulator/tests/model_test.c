@@ -795,6 +795,68 @@ static void test_knobs(void)
          sl_page_shift_of(s, 0x50000000));
 }
 
+/* The knobs of advise --verify (emulator/README.md): with --no-transfer-range over X, a line
+ * core a wrote is not served to core b by a (b reads its own copy, from DRAM the first time)
+ * and b's store invalidates nothing, so a's next load of X is an L1D hit; --forward-pcs: a load
+ * of the bytes a store with data ready 50 cycles later wrote completes at the L1D latency (4
+ * cycles, a quarter cycle after the store's dispatch) instead of 4 after the data (54);
+ * --no-split-pcs: a warm access crossing a line takes the L1D latency, 4 cycles, not 4 + the
+ * 1-cycle split penalty. */
+static void test_verify_knobs(void)
+{
+   SlConfig cf;
+   SlSink k = {sink, NULL};
+   SlSystem *s;
+   SlCore *a, *b;
+   Addr X = 0x20000040;
+   SlMemOp st = {0x1000, 0x40000100, 8, True, SL_LS_GP, 0, 0};
+   SlMemOp ld = {0x1004, 0x40000100, 8, False, SL_LS_GP, 0, 0};
+   SlMemOp sp = {0x1008, 0x40000000 + 60, 8, False, SL_LS_GP, 0, 0};
+   SlLevel l;
+   ULong t0, done;
+   sl_config_default(&cf);
+   cf.prefetch_distance = 0;
+   cf.stride_distance = 0;
+   cf.spe_interval = 1 << 20;
+   cf.n_no_transfer = 1;
+   cf.no_transfer_lo[0] = 0x20000000;
+   cf.no_transfer_hi[0] = 0x20001000;
+   cf.n_forward_pcs = 1;
+   cf.forward_pc_lo[0] = 0x1004;
+   cf.forward_pc_hi[0] = 0x1005;
+   cf.n_no_split_pcs = 1;
+   cf.no_split_pc_lo[0] = 0x1008;
+   cf.no_split_pc_hi[0] = 0x100c;
+   sl_config_check(&cf);
+   s = sl_system_new(&cf, &k);
+   a = sl_core(s, 0);
+   b = sl_core(s, 1);
+   l = store(a, X); CHECK(l == SL_LVL_DRAM, "no-transfer: a store X: %s", lv(l));
+   l = load(b, X); CHECK(l == SL_LVL_DRAM, "no-transfer: b load X: %s, want its own copy", lv(l));
+   l = store(b, X); CHECK(l == SL_LVL_L1D, "no-transfer: b store X: %s", lv(l));
+   l = load(a, X); CHECK(l == SL_LVL_L1D, "no-transfer: a load X after b's store: %s", lv(l));
+   CHECK(cnt(a, SL_T_COHERENCE_INVAL) + cnt(b, SL_T_COHERENCE_INVAL) == 0,
+         "no-transfer: %llu invalidations",
+         cnt(a, SL_T_COHERENCE_INVAL) + cnt(b, SL_T_COHERENCE_INVAL));
+   /* forwarding without the wait */
+   store(a, st.va); /* the line, Modified */
+   t0 = a->t + 10000 * SL_TQ;
+   sl_core_sync_clock(a, t0);
+   st.data_ready = t0 + 50 * SL_TQ;
+   sl_mem(a, &st, &l);
+   done = sl_mem(a, &ld, &l);
+   CHECK(done - t0 == 4 * SL_TQ + SL_TQ / cf.dispatch_width,
+         "forward-pcs: load at t0 + %llu tq, want 4 cycles and a quarter",
+         (unsigned long long)(done - t0));
+   /* a split access made as one */
+   sl_mem(a, &sp, &l); /* cold */
+   t0 = a->t + 10000 * SL_TQ;
+   sl_core_sync_clock(a, t0);
+   done = sl_mem(a, &sp, &l);
+   CHECK(l == SL_LVL_L1D && done - t0 == 4 * SL_TQ, "no-split-pcs: warm split took %llu cycles",
+         (unsigned long long)((done - t0) / SL_TQ));
+}
+
 int main(void)
 {
    test_cache_sequence();
@@ -805,6 +867,7 @@ int main(void)
    test_line_crossing();
    test_store_forwarding();
    test_knobs();
+   test_verify_knobs();
    test_sampling_interval();
    test_dependent_chain_timing();
    test_fork_rebase_keeps_the_window();

@@ -185,7 +185,7 @@ def test_advice_and_findings_are_the_cli_json(recording):
     rec = spelunk.open(str(recording))
     advice = rec.advice()
     assert advice == cli_json("advise", str(recording), "--json")
-    assert advice["schema"] == "spelunk-advise/1"
+    assert advice["schema"] == "spelunk-advise/1.1"
     assert rec.findings() == advice["findings"]
     # Every class of the vocabulary is raised or ruled out (docs/advise.md).
     classes = {f["class"] for f in advice["findings"]} | {r["class"] for r in advice["ruled_out"]}

@@ -28,9 +28,10 @@ use crate::recording::{FilterArgs, SymbolArgs};
 Examples:
   spelunk record --emulate -o run.data -- ./app    # or on SPE hardware: spelunk record -- ./app
   spelunk advise run.data                          # findings, evidence, fixes, gains
-  spelunk advise run.data --json > advice.json     # schema spelunk-advise/1
+  spelunk advise run.data --json > advice.json     # schema spelunk-advise/1.1
   spelunk advise run.data --html advice.html       # the findings as one offline page
   spelunk advise run.data --tid 4243               # only one thread's samples
+  spelunk advise run.data --verify                 # emulated: re-run with each cause removed
   spelunk report run.data                          # the first three findings head the report
 
 Walk: symptom (report) -> located cause (advise: where, evidence) -> fix (advise: computed) ->
@@ -40,7 +41,7 @@ pub struct AdviseArgs {
     /// evidence, said with the reason)
     pub file: PathBuf,
 
-    /// Print the advice as JSON (schema spelunk-advise/1)
+    /// Print the advice as JSON (schema spelunk-advise/1.1)
     #[arg(long)]
     pub json: bool,
 
@@ -57,6 +58,12 @@ pub struct AdviseArgs {
     /// perf.data but decodes as SPE records is read this way without the flag.
     #[arg(long)]
     pub raw: bool,
+
+    /// Counterfactual check of an emulated recording: run the recorded command again under
+    /// the emulator with its own options, then once per finding (the first N, default 3) with
+    /// the finding's cause removed in the model, and print predicted against re-emulated gain
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3", conflicts_with = "raw")]
+    pub verify: Option<usize>,
 
     #[command(flatten)]
     pub filter: FilterArgs,
@@ -105,7 +112,26 @@ pub fn run(args: AdviseArgs) -> anyhow::Result<ExitCode> {
             advise: true,
             ..ReportRequest::default()
         };
-        rec.requested_advice(&req, &mut symbolizer)?
+        let mut advice = rec.requested_advice(&req, &mut symbolizer)?;
+        if let Some(n) = args.verify {
+            let plan = rec.verify_plan()?;
+            let say = &mut |l: &str| eprintln!("spelunk advise --verify: {l}");
+            let run = &mut |knobs: &[String]| {
+                spelunk_record::flow::rerun_emulated(
+                    &plan.command,
+                    &plan.emulator_options,
+                    knobs,
+                    &mut |l| eprintln!("spelunk advise --verify: {l}"),
+                )
+                .map_err(|e| {
+                    use spelunk_engine::recording::{error_chain, error_line};
+                    error_line(error_chain(&e))
+                })
+            };
+            advice.verification =
+                Some(spelunk_engine::verify::verify(&advice, &plan, n, run, say)?);
+        }
+        advice
     };
     if let Some(out) = &args.html {
         spelunk_report::html::write_advice_page(&advice, out)?;

@@ -88,7 +88,7 @@ fn every_class_once(a: &Value) {
 fn a_hardware_shaped_recording_gives_findings_or_reasons() {
     let data = recording("hw", 3000);
     let a = advise_json(&data);
-    assert_eq!(a["schema"], "spelunk-advise/1");
+    assert_eq!(a["schema"], "spelunk-advise/1.1");
     assert_eq!(a["emulated"], false);
     // No counters: the run's cycles are the sampled cost × the interval, and it says so.
     assert!(
@@ -208,4 +208,17 @@ fn a_raw_hardware_buffer_gives_insufficient_evidence_not_an_error() {
     assert!(out.contains("300 samples"), "{out}");
     assert!(out.contains("raw SPE buffer"), "{out}");
     std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+/// `--verify` re-runs the program under the emulator: a hardware recording has nothing to
+/// re-run, which is said, with a non-zero exit.
+#[test]
+fn verify_refuses_a_hardware_recording() {
+    let data = recording("verify", 2000);
+    let (ok, out, err) = spelunk(&["advise", data.to_str().unwrap(), "--verify"]);
+    assert!(!ok, "{out}");
+    assert!(
+        err.contains("was recorded on hardware: record it with --emulate"),
+        "{err}"
+    );
 }

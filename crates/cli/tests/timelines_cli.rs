@@ -482,7 +482,7 @@ fn advise_on_timelines_alone_is_insufficient_evidence_not_an_error() {
         let o = spelunk(&["advise", file, "--json"], &dir.0);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let a: Value = serde_json::from_slice(&o.stdout).unwrap();
-        assert_eq!(a["schema"], "spelunk-advise/1");
+        assert_eq!(a["schema"], "spelunk-advise/1.1");
         assert_eq!(a["findings"].as_array().unwrap().len(), 0);
         let ruled = a["ruled_out"].as_array().unwrap();
         assert_eq!(ruled.len(), 14, "every class of the vocabulary");

@@ -3,7 +3,8 @@
 //! decode, interpret each CPU's data sources, rebuild the processes' address spaces) and
 //! decodes it; [`parallel`] feeds the decode into the profile in parallel; [`report`] and
 //! [`c2c`] assemble the reports; [`samples`] gives every sample attributed; [`select`] turns
-//! the sample-filter and symbol options into the analyses' types. The analyses
+//! the sample-filter and symbol options into the analyses' types; [`verify`] plans and reads
+//! `spelunk advise --verify`'s counterfactual runs. The analyses
 //! themselves are spelunk-analysis (pure computation over typed samples); this crate is where
 //! they meet the decode stage.
 
@@ -17,3 +18,4 @@ pub mod report;
 pub mod sample_rows;
 pub mod samples;
 pub mod select;
+pub mod verify;

@@ -15,6 +15,11 @@ use std::path::{Path, PathBuf};
 /// Schema identifier.
 pub const SIDECAR_SCHEMA: &str = "spelunk-sidecar/1";
 
+/// The `config` key of an emulated recording's sidecar holding the emulator's options of the
+/// run (every tool option but the trace's name), so that `spelunk advise --verify` can run the
+/// command again on the same machine with the same sampling.
+pub const EMULATOR_OPTIONS_KEY: &str = "emulator_options";
+
 /// A phase (`spelunk_phase_begin`/`end`) of one thread.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Phase {

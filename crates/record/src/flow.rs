@@ -584,6 +584,43 @@ pub fn record_overhead(
     Ok((overhead, exit_code))
 }
 
+/// `spelunk advise --verify`: runs a recorded emulated command again, with the recording's own
+/// tool options (`recorded`: the sidecar's
+/// [`spelunk_perf::sidecar::EMULATOR_OPTIONS_KEY`]) followed by
+/// `knobs` (which override them), into a private directory removed afterwards, and returns the
+/// run's sidecar (its counters). The program's standard output goes to /dev/null (its standard
+/// error passes through); Valgrind's messages go to `say`.
+pub fn rerun_emulated(
+    command: &[String],
+    recorded: &[String],
+    knobs: &[String],
+    say: &mut dyn FnMut(&str),
+) -> Result<Sidecar> {
+    if command.is_empty() {
+        return refuse("the recording names no command to run again".into());
+    }
+    let install = EmulatorInstall::locate()?;
+    let options = EmulatorOptions {
+        extra: recorded.iter().chain(knobs).cloned().collect(),
+        ..EmulatorOptions::default()
+    };
+    let command: Vec<OsString> = command.iter().map(OsString::from).collect();
+    let quiet = QuietStdout::new().map_err(step("sending the program's output to /dev/null"))?;
+    let rec = EmulatedRecording::run(&install, &options, Output::Scratch, &command, &[], |l| {
+        say(&format!("valgrind: {l}"))
+    });
+    drop(quiet);
+    let rec = rec?;
+    if rec.exit.code() != 0 {
+        say(&format!(
+            "warning: {} exited with {} in this run",
+            command[0].to_string_lossy(),
+            rec.exit
+        ));
+    }
+    Ok(Sidecar::read(&rec.conversion.sidecar)?)
+}
+
 /// `spelunk topdown --emulate`: the command to count under the emulator, and where to keep the
 /// recording.
 #[derive(Clone, Debug, Default)]

@@ -9,6 +9,7 @@
 
 use crate::convert::{convert, Conversion, ConvertError};
 use crate::emulator::{self, EmulatorError, EmulatorInstall, EmulatorOptions};
+use spelunk_perf::sidecar::{Sidecar, EMULATOR_OPTIONS_KEY};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
@@ -82,6 +83,12 @@ pub enum SessionError {
         program: String,
         exit: ProgramExit,
     },
+    #[error("adding the emulator's options to the sidecar {}", .path.display())]
+    Sidecar {
+        path: PathBuf,
+        #[source]
+        source: spelunk_perf::sidecar::SidecarError,
+    },
     #[error("converting the emulator's trace {}", .trace.display())]
     Convert {
         trace: PathBuf,
@@ -149,6 +156,7 @@ impl EmulatedRecording {
                 trace: trace.clone(),
                 source,
             })?;
+        keep_tool_options(&conversion.sidecar, options, &trace)?;
         if !keep_trace {
             let _ = std::fs::remove_file(&trace);
         }
@@ -160,6 +168,27 @@ impl EmulatedRecording {
             _scratch: scratch,
         })
     }
+}
+
+/// Adds the run's tool options to the sidecar the conversion wrote ([`EMULATOR_OPTIONS_KEY`]).
+fn keep_tool_options(
+    sidecar: &Path,
+    options: &EmulatorOptions,
+    trace: &Path,
+) -> Result<(), SessionError> {
+    let failed = |source| SessionError::Sidecar {
+        path: sidecar.to_path_buf(),
+        source,
+    };
+    let mut sc = Sidecar::read(sidecar).map_err(failed)?;
+    let args: Vec<String> = options
+        .tool_args(trace)
+        .into_iter()
+        .skip(1) // --out=TRACE
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    sc.config.insert(EMULATOR_OPTIONS_KEY.into(), args.into());
+    sc.write(sidecar).map_err(failed)
 }
 
 /// The emulator's raw trace of a recording: `<perf_data>.emutrace`.

@@ -2,7 +2,9 @@
 //! top of `spelunk report`. Every figure comes from the [`Advice`] value (`--json` prints the
 //! same); docs/advise.md defines them.
 
-use spelunk_analysis::model::advise::{Advice, Evidence, Finding, RuledOutKind};
+use spelunk_analysis::model::advise::{
+    Advice, CheckVerdict, Evidence, Finding, RuledOutKind, Verification,
+};
 use std::fmt::Write as _;
 
 fn speedup(x: f64) -> String {
@@ -165,6 +167,61 @@ pub fn render(a: &Advice, all: bool) -> String {
             };
             let _ = writeln!(o, "  {:<18} {kind}: {}", r.class.name(), r.reason);
         }
+    }
+    if let Some(v) = &a.verification {
+        o.push_str(&verification(v));
+    }
+    o
+}
+
+/// `spelunk advise --verify`: predicted against re-emulated gain, one row per finding checked.
+pub fn verification(v: &Verification) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "
+Counterfactual check (--verify): {} run again under the emulator with the \
+         recording's options ({}), then with each finding's cause removed",
+        v.command.join(" "),
+        v.emulator_options.join(" ")
+    );
+    let recorded = v
+        .recorded_cycles
+        .map_or(String::new(), |c| format!(" (the recording: {c:.4e})"));
+    let _ = writeln!(o, "  baseline: {:.4e} cycles{recorded}", v.baseline_cycles);
+    let _ = writeln!(
+        o,
+        "  {:<3} {:<18} {:<30} {:>12} {:<8} counterfactual",
+        "#", "class", "predicted (low-upper, likely)", "re-emulated", "verdict"
+    );
+    for c in &v.checks {
+        let predicted = format!(
+            "{}-{} ({})",
+            speedup(c.predicted_low),
+            speedup(c.predicted_upper),
+            speedup(c.predicted_likely)
+        );
+        let got = c.reemulated_speedup.map_or("-".into(), speedup);
+        let verdict = match c.verdict {
+            CheckVerdict::Within => "within",
+            CheckVerdict::Below => "below",
+            CheckVerdict::Above => "above",
+            CheckVerdict::NotRun => "not run",
+        };
+        let what = match (&c.note, c.knobs.is_empty()) {
+            (Some(n), true) => n.clone(),
+            (Some(n), false) => format!("{}: {n}", c.counterfactual),
+            (None, _) => format!("{} [{}]", c.counterfactual, c.knobs.join(" ")),
+        };
+        let _ = writeln!(
+            o,
+            "  {:<3} {:<18} {:<30} {:>12} {:<8} {what}",
+            c.finding + 1,
+            c.class.name(),
+            predicted,
+            got,
+            verdict
+        );
     }
     o
 }

@@ -754,6 +754,7 @@ pub fn advise(input: &AdviseInput) -> Advice {
         findings,
         ruled_out,
         notes,
+        verification: None,
     }
 }
 
@@ -829,12 +830,17 @@ fn offsets_text(mask: u64) -> String {
     format!("{}{more}", v.join(", "))
 }
 
-/// The data object of a PC's first sampled access: (name, size, allocation site).
-fn object_of(input: &AdviseInput, k: PcKey, p: &PcAccess) -> Option<(String, u64, Option<String>)> {
+/// The data object of a PC's first sampled access: (name, size, allocation site, addresses).
+type ObjectOf = (String, u64, Option<String>, Option<AddressRange>);
+fn object_of(input: &AdviseInput, k: PcKey, p: &PcAccess) -> Option<ObjectOf> {
     let (va, t) = p.first_access?;
     let o = input.objects.resolve(k.0, va, t)?;
     let site = (o.kind == ObjectKind::Allocation).then(|| o.name.to_string());
-    Some((o.name.to_string(), o.size(), site))
+    let range = AddressRange {
+        start: o.start,
+        end: o.end,
+    };
+    Some((o.name.to_string(), o.size(), site, Some(range)))
 }
 
 fn location_of(input: &AdviseInput, pcs: &[PcKey], scan: &AccessScan) -> FindingLocation {
@@ -852,6 +858,21 @@ fn location_of(input: &AdviseInput, pcs: &[PcKey], scan: &AccessScan) -> Finding
         .per_pc
         .get(&first)
         .and_then(|p| object_of(input, first, p));
+    // The data: the object's range, else the span the PCs' samples touched (to the end of the
+    // last line).
+    let span = pcs
+        .iter()
+        .filter_map(|k| {
+            let p = &scan.per_pc.get(k)?.pattern;
+            Some((p.min_address?, p.max_address?))
+        })
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let data_range = obj.as_ref().and_then(|o| o.3).or_else(|| {
+        span.map(|(lo, hi)| AddressRange {
+            start: lo,
+            end: (hi | 63).saturating_add(1),
+        })
+    });
     FindingLocation {
         function: loc.map(|l| l.function_name()),
         dso: loc.map(|l| l.dso.to_string()),
@@ -862,6 +883,7 @@ fn location_of(input: &AdviseInput, pcs: &[PcKey], scan: &AccessScan) -> Finding
         object_size_bytes: obj.as_ref().map(|o| o.1),
         allocation_site: obj.and_then(|o| o.2),
         threads,
+        data_range,
     }
 }
 
@@ -1570,6 +1592,10 @@ fn sharing_rules(
             object_size_bytes: None,
             allocation_site: None,
             threads: threads.clone(),
+            data_range: Some(AddressRange {
+                start: line.address,
+                end: line.address + c2c.line_size,
+            }),
         };
         let names: Vec<String> = fields
             .iter()
@@ -1796,5 +1822,6 @@ pub fn without_samples(
             })
             .collect(),
         notes: vec![reason.to_string()],
+        verification: None,
     }
 }

@@ -5,8 +5,9 @@
 
 use serde::Serialize;
 
-/// Schema identifier of `spelunk advise --json`.
-pub const ADVISE_SCHEMA: &str = "spelunk-advise/1";
+/// Schema identifier of `spelunk advise --json` (1.1: `location.data_range`, and
+/// `verification` from `--verify`).
+pub const ADVISE_SCHEMA: &str = "spelunk-advise/1.1";
 
 /// What kind of problem a finding is (docs/advise.md, "Classes"): each names the fix that
 /// applies to it.
@@ -116,6 +117,17 @@ pub struct FindingLocation {
     pub allocation_site: Option<String>,
     /// Threads whose samples the finding covers (at most 16).
     pub threads: Vec<u32>,
+    /// The data's virtual addresses: the data object's when resolved, else the span of the
+    /// finding's sampled data addresses; for sharing, the cache line. `advise --verify` builds
+    /// its counterfactual from it.
+    pub data_range: Option<AddressRange>,
+}
+
+/// Virtual addresses `[start, end)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct AddressRange {
+    pub start: u64,
+    pub end: u64,
 }
 
 /// One measured value against its rule's threshold.
@@ -246,4 +258,62 @@ pub struct Advice {
     /// What limits the advice (e.g. no samples with a latency, a hardware recording without
     /// counters).
     pub notes: Vec<String>,
+    /// `spelunk advise --verify`: the findings' predicted gains against the emulator's, re-run
+    /// with each cause removed (absent without `--verify`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<Verification>,
+}
+
+/// `spelunk advise --verify` (docs/advise.md, "Counterfactual check"): the recorded command
+/// run again under the emulator with its own settings (the baseline), then once per finding
+/// with the finding's cause removed in the model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Verification {
+    /// The program and its arguments, as recorded.
+    pub command: Vec<String>,
+    /// The recording's emulator options, which every run repeats.
+    pub emulator_options: Vec<String>,
+    /// CPU_CYCLES of the baseline re-run, and of the recording itself.
+    pub baseline_cycles: f64,
+    pub recorded_cycles: Option<f64>,
+    /// One per finding checked, in the findings' order.
+    pub checks: Vec<CounterfactualCheck>,
+}
+
+/// One finding's counterfactual run: the predicted gain against the re-emulated one.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct CounterfactualCheck {
+    /// Index of the finding in `findings`.
+    pub finding: usize,
+    pub class: FindingClass,
+    /// What the run removes, in words.
+    pub counterfactual: String,
+    /// The emulator options added to the baseline's (empty: no counterfactual for the class).
+    pub knobs: Vec<String>,
+    /// The finding's predicted speedups (its gain range).
+    pub predicted_low: f64,
+    pub predicted_likely: f64,
+    pub predicted_upper: f64,
+    /// CPU_CYCLES of the counterfactual run.
+    pub cycles: Option<f64>,
+    /// Baseline cycles ÷ the counterfactual run's.
+    pub reemulated_speedup: Option<f64>,
+    /// Where the re-emulated speedup falls against the predicted range.
+    pub verdict: CheckVerdict,
+    /// Why no run was made, or what limits the comparison.
+    pub note: Option<String>,
+}
+
+/// The re-emulated speedup against the predicted range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CheckVerdict {
+    /// Within [low, upper].
+    Within,
+    /// Under the low end: the finding promises more than removing its cause gives.
+    Below,
+    /// Over the upper bound: the cause costs more than the finding counted.
+    Above,
+    /// No counterfactual for the class, or the run failed.
+    NotRun,
 }
