@@ -6,6 +6,7 @@
 
 use spelunk_perf::records::MmapFileId;
 use spelunk_perf::{Mmap2, PerfDataFile, RecordingSpec, SpeRecordingWriter, Task};
+use spelunk_testkit::readelf_build_id;
 use std::path::Path;
 use std::process::Command;
 
@@ -15,21 +16,6 @@ fn tool(name: &str) -> bool {
         eprintln!("skipped: {name} is not installed");
     }
     ok
-}
-
-/// The build-id `readelf -n` prints for `path` (lower-case hex).
-fn readelf_build_id(path: &Path) -> String {
-    let out = Command::new("readelf")
-        .arg("-n")
-        .arg(path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.lines()
-        .find_map(|l| l.trim().strip_prefix("Build ID:"))
-        .expect("readelf prints a build ID")
-        .trim()
-        .to_string()
 }
 
 fn mmap(path: &str, address: u64, executable: bool) -> Mmap2 {
