@@ -5,7 +5,10 @@
 //! samples were left unnamed and how to get the names back. The recording's build-id table is
 //! checked with `perf buildid-list` against `readelf -n` (both independent of spelunk).
 //!
-//! Needs cc, readelf and the emulator (`emulator/build.sh`; SPELUNK_REQUIRE_EMULATOR=1 makes its
+//! Then item 2: `spelunk archive` made before the rebuild, unpacked elsewhere, gives with
+//! `--symfs` a report byte-identical to the one made before the rebuild.
+//!
+//! Needs cc, readelf, tar and the emulator (`emulator/build.sh`; SPELUNK_REQUIRE_EMULATOR=1 makes its
 //! absence a failure); skipped otherwise. perf is optional (its check is skipped without it).
 
 use serde_json::Value;
@@ -14,7 +17,12 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn run(lib: &Path, cache: &Path, args: &[&str]) -> Output {
+    run_in(Path::new("."), lib, cache, args)
+}
+
+fn run_in(cwd: &Path, lib: &Path, cache: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .current_dir(cwd)
         .env("SPELUNK_EMULATOR_LIB", lib)
         // No build-id cache of this machine's user takes part.
         .env("XDG_CACHE_HOME", cache)
@@ -130,6 +138,12 @@ fn a_rebuilt_program_is_never_named_from_the_new_file() {
         .sum();
     assert!(walk_samples > 0);
 
+    // The text report, and an archive, before the rebuild.
+    let report_before = run_in(&dir, &lib, &cache, &["report", "prog.data"]);
+    assert!(report_before.status.success());
+    let archived = String::from_utf8(ok(&lib, &cache, &["archive", data_s])).unwrap();
+    assert!(archived.contains(&recorded_id), "{archived}");
+
     // Rebuilt with the function renamed: a new build-id at the recorded path.
     build(&dir, &exe, "walk_new");
     assert_ne!(readelf_build_id(&exe), recorded_id);
@@ -166,6 +180,30 @@ fn a_rebuilt_program_is_never_named_from_the_new_file() {
         "{note}"
     );
     assert!(text.contains("prog [build-id mismatch]"), "{text}");
+    // The archive, unpacked elsewhere, names the recorded functions again, byte for byte.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let st = Command::new("tar")
+        .arg("xf")
+        .arg(dir.join("prog.data.tar"))
+        .arg("-C")
+        .arg(&elsewhere)
+        .status()
+        .expect("tar");
+    assert!(st.success());
+    let report_archived = run_in(
+        &elsewhere,
+        &lib,
+        &cache,
+        &["report", "prog.data", "--symfs", "."],
+    );
+    assert!(report_archived.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&report_archived.stdout),
+        String::from_utf8_lossy(&report_before.stdout)
+    );
+    assert_eq!(report_archived.stdout, report_before.stdout);
+
     // annotate finds nothing under either name rather than the new file's code.
     for name in ["walk_new", "walk_old"] {
         let out = run(&lib, &cache, &["annotate", name, data_s]);
