@@ -30,11 +30,10 @@ pub struct ArchiveArgs {
 }
 
 pub fn run(args: ArchiveArgs) -> anyhow::Result<ExitCode> {
-    let output = args.output.clone().unwrap_or_else(|| {
-        let mut p = args.file.clone().into_os_string();
-        p.push(".tar");
-        PathBuf::from(p)
-    });
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| spelunk_engine::archive::default_output(&args.file));
     let summary = spelunk_engine::archive::archive(&args.file, &output)?;
     print!("{}", spelunk_report::archive_text::render(&summary));
     Ok(ExitCode::SUCCESS)

@@ -103,9 +103,31 @@ fn a_rebuilt_program_is_never_named_from_the_new_file() {
     ok(
         &lib,
         &cache,
-        &["record", "--emulate", "-o", data_s, "--", exe_s],
+        &[
+            "record",
+            "--emulate",
+            "--archive",
+            "-o",
+            data_s,
+            "--",
+            exe_s,
+        ],
     );
     let recorded_id = readelf_build_id(&exe);
+    // record --archive packed the program under its build-id.
+    let listed = Command::new("tar")
+        .arg("tf")
+        .arg(dir.join("prog.data.tar"))
+        .output()
+        .expect("tar");
+    let member = format!(".build-id/{}/{}", &recorded_id[..2], &recorded_id[2..]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout)
+            .lines()
+            .any(|l| l == member),
+        "{member} not in the archive: {listed:?}"
+    );
+    std::fs::remove_file(dir.join("prog.data.tar")).unwrap();
 
     // perf reads our build-id table.
     if let Ok(out) = Command::new("perf")

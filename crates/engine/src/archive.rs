@@ -190,6 +190,13 @@ impl<W: Write> TarWriter<W> {
     }
 }
 
+/// Where the archive of `perf_data` goes by default: `FILE.tar` next to it.
+pub fn default_output(perf_data: &Path) -> PathBuf {
+    let mut p = perf_data.as_os_str().to_owned();
+    p.push(".tar");
+    PathBuf::from(p)
+}
+
 /// Writes the archive of the recording `perf_data` to `output` (replaced only when complete).
 pub fn archive(perf_data: &Path, output: &Path) -> Result<ArchiveSummary, ArchiveError> {
     let file = PerfDataFile::open(perf_data)?;
