@@ -230,5 +230,10 @@ fn a_rebuilt_program_is_never_named_from_the_new_file() {
     for name in ["walk_new", "walk_old"] {
         let out = run(&lib, &cache, &["annotate", name, data_s]);
         assert!(!out.status.success(), "annotate {name} succeeded");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("build-id mismatch") && err.contains(exe_s),
+            "annotate {name}: {err}"
+        );
     }
 }
