@@ -46,6 +46,15 @@ impl RecordingContext {
         problems: Vec<String>,
     ) -> RecordingContext {
         let sb = &file.sideband;
+        // The build-id each file had when it was recorded (HEADER_BUILD_ID; an MMAP2 record's
+        // own build-id wins): symbolization uses a file here only if it still has it.
+        let recorded_ids: HashMap<&str, &[u8]> = file
+            .features
+            .build_ids
+            .iter()
+            .filter(|e| e.path.starts_with('/'))
+            .map(|e| (e.path.as_str(), &e.build_id.0[..]))
+            .collect();
         let mut spaces = AddressSpaces::new();
         // Forks in time order, so children inherit the mappings their parent had by then.
         let mut events: Vec<(u64, usize, bool)> = Vec::new();
@@ -69,9 +78,10 @@ impl RecordingContext {
                     m.executable,
                     time,
                 );
-                if let MmapFileId::BuildId(b) = &m.file_id {
-                    mapping.build_id = Some(b.clone());
-                }
+                mapping.build_id = match &m.file_id {
+                    MmapFileId::BuildId(b) => Some(b.clone()),
+                    _ => recorded_ids.get(m.path.as_str()).map(|b| b.to_vec()),
+                };
                 // Kernel mappings are recorded with pid -1.
                 spaces.add(u32_of(m.pid), mapping);
             } else {

@@ -12,6 +12,7 @@
 //! suffixes 1/2; `SW` 4; pairs twice the register; LD1–LD4/ST1–ST4 the registers of the list).
 
 use crate::elf::{load_segments, LoadSegment};
+use crate::locate::{Located, Locator};
 use crate::maps::{Mapping, MappingKind};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -196,10 +197,11 @@ impl ElfCode {
     }
 }
 
-/// Decodes instructions at process addresses, opening each mapped file once.
+/// Decodes instructions at process addresses, opening each mapped file once (the file with
+/// the recorded build-id: [`crate::locate`]).
 #[derive(Default)]
 pub struct CodeReader {
-    symfs: Option<PathBuf>,
+    locator: Locator,
     files: HashMap<Arc<str>, Result<ElfCode, String>>,
 }
 
@@ -207,22 +209,24 @@ impl CodeReader {
     /// `symfs`: where to look for the recorded files (like perf's `--symfs`).
     pub fn new(symfs: Option<PathBuf>) -> Self {
         CodeReader {
-            symfs,
+            locator: Locator::new(symfs),
             files: HashMap::new(),
         }
     }
 
-    /// The ELF file behind a recorded path.
-    pub fn elf(&mut self, path: &Arc<str>) -> Result<&ElfCode, String> {
-        let symfs = &self.symfs;
+    /// The ELF file behind mapping `m`'s recorded file.
+    pub fn elf(&mut self, m: &Mapping) -> Result<&ElfCode, String> {
+        let locator = &self.locator;
         self.files
-            .entry(path.clone())
-            .or_insert_with(|| {
-                let local = match symfs {
-                    Some(root) => root.join(path.trim_start_matches('/')),
-                    None => PathBuf::from(&**path),
-                };
-                ElfCode::open(&local)
+            .entry(m.path.clone())
+            .or_insert_with(|| match locator.locate(&m.path, m.build_id.as_deref()) {
+                Located::Found(local) => ElfCode::open(&local),
+                Located::Missing => Err(format!("{}: not found here", m.path)),
+                Located::Mismatch { found, .. } => Err(format!(
+                    "{}: build-id mismatch (the file here has {found}): rebuilt since the \
+                     recording",
+                    m.path
+                )),
             })
             .as_ref()
             .map_err(|e| e.clone())
@@ -233,7 +237,7 @@ impl CodeReader {
         if m.kind != MappingKind::File {
             return Err(format!("{pc:#x} is in {}, not in a file", m.path));
         }
-        let elf = self.elf(&m.path)?;
+        let elf = self.elf(m)?;
         let off = m.file_offset(pc);
         let vaddr = elf.vaddr_of_file_offset(off).ok_or_else(|| {
             format!(

@@ -18,6 +18,7 @@ pub mod estimate;
 pub mod fasthash;
 pub mod footprint;
 pub mod kallsyms;
+pub mod locate;
 pub mod maps;
 pub mod model;
 pub mod names;

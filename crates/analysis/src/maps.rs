@@ -36,6 +36,7 @@ pub struct Mapping {
     pub path: Arc<str>,
     pub kind: MappingKind,
     pub executable: bool,
+    /// The file's build-id when it was recorded (MMAP2 record or HEADER_BUILD_ID).
     pub build_id: Option<Vec<u8>>,
     /// When the mapping appeared (perf time); 0 when unknown.
     pub time_ns: u64,
@@ -184,7 +185,8 @@ impl AddressSpaces {
     /// The files mapped executable in any process, each once: every process's first one (its
     /// program) before the rest, processes in pid order. What a report will most likely need
     /// symbols for, in the order to load them ([`crate::symbolize::CodeSymbolizer::preload`]).
-    pub fn executable_files(&self) -> Vec<Arc<str>> {
+    /// Each file's first executable mapping stands for it.
+    pub fn executable_files(&self) -> Vec<Arc<Mapping>> {
         let mut pids: Vec<u32> = self.pids().collect();
         pids.sort_unstable();
         let exec = |pid: &u32| {
@@ -192,19 +194,19 @@ impl AddressSpaces {
                 .iter()
                 .filter(|m| m.executable && m.kind == MappingKind::File)
                 .min_by_key(|m| m.time_ns)
-                .map(|m| m.path.clone())
+                .cloned()
         };
         let rest = pids.iter().flat_map(|pid| {
             self.mappings(*pid)
                 .iter()
                 .filter(|m| m.executable && m.kind == MappingKind::File)
-                .map(|m| m.path.clone())
+                .cloned()
         });
         let mut seen = std::collections::HashSet::new();
         pids.iter()
             .filter_map(exec)
             .chain(rest)
-            .filter(|p| seen.insert(p.clone()))
+            .filter(|m| seen.insert(m.path.clone()))
             .collect()
     }
 }

@@ -318,6 +318,18 @@ pub struct RecordingInfo {
     /// from the JSON when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable_files: Vec<UnreadableFile>,
+    /// Mapped files whose copy here has another build-id than the recording lists (rebuilt
+    /// since): their samples are not named (absent from the JSON when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mismatched_files: Vec<MismatchedFile>,
+}
+
+/// A mapped file whose copy here is not the recorded one (another build-id).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct MismatchedFile {
+    pub path: String,
+    /// Selected samples in it, left unnamed.
+    pub samples: u64,
 }
 
 /// A file found on the analysing machine that could not be read for symbols.

@@ -194,10 +194,8 @@ impl DataObjects {
             Arc<str>,
             Option<(FileVariables, Vec<crate::elf::LoadSegment>)>,
         > = HashMap::new();
-        let local = |p: &str| match symfs {
-            Some(root) => root.join(p.trim_start_matches('/')),
-            None => PathBuf::from(p),
-        };
+        // Only the file with the recorded build-id names variables ([`crate::locate`]).
+        let locator = crate::locate::Locator::new(symfs.cloned());
         for pid in spaces.pids() {
             let mut named = Vec::new();
             let mut regions = Vec::new();
@@ -234,7 +232,11 @@ impl DataObjects {
                             regions.push(region(m.path.clone(), ObjectKind::File));
                         }
                         let entry = file_vars.entry(m.path.clone()).or_insert_with(|| {
-                            let path = local(&m.path);
+                            let crate::locate::Located::Found(path) =
+                                locator.locate(&m.path, m.build_id.as_deref())
+                            else {
+                                return None;
+                            };
                             let segs = read_load_segments(&path)?;
                             let mut vars = Vec::new();
                             // The ELF symbol tables list variables; with debug symbols on,

@@ -15,12 +15,12 @@ use crate::names::base_name;
 use crate::objects::{DataObject, DataObjects, ObjectKind};
 use crate::phases::{PhaseIndex, PhaseInstance};
 use crate::stats::LatencyStats;
-use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer};
+use crate::symbolize::{short_name, CodeLocation, CodeSymbolizer, BUILD_ID_MISMATCH};
 use spelunk_perf::sidecar::Sidecar;
 use spelunk_spe::synth::Rng;
 use spelunk_spe::{DataSource, Event, Interpretation, SpeSample};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Which samples a report covers (`--event`).
@@ -727,8 +727,12 @@ impl<'a> ProfileBuilder<'a> {
         let mut lines: LineAggs = HashMap::new();
         let mut dsos: HashMap<Arc<str>, Agg> = HashMap::new();
         let mut instructions: Vec<Hotspot> = Vec::new();
+        let mut mismatched: BTreeMap<Arc<str>, u64> = BTreeMap::new();
         for (i, (key, agg)) in pcs.iter().enumerate() {
             let loc = loc_of(i);
+            if loc.build_id_mismatch {
+                *mismatched.entry(loc.dso.clone()).or_default() += agg.samples;
+            }
             let fname = loc.function_name();
             // A function's `.cold`/`.part.N` pieces count as the function (names.rs).
             functions
@@ -931,6 +935,17 @@ impl<'a> ProfileBuilder<'a> {
             .map(|(path, reason)| crate::model::UnreadableFile {
                 path: path.to_string(),
                 reason: reason.to_string(),
+            })
+            .collect();
+        recording.mismatched_files = mismatched
+            .into_iter()
+            .map(|(dso, samples)| crate::model::MismatchedFile {
+                path: dso
+                    .strip_suffix(BUILD_ID_MISMATCH)
+                    .unwrap_or(&dso)
+                    .trim_end()
+                    .to_string(),
+                samples,
             })
             .collect();
         Report {

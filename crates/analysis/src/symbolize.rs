@@ -7,10 +7,15 @@
 //! symbolizer's lifetime. Files not found on the analysing machine give locations with the file
 //! name only, listed by [`CodeSymbolizer::missing_files`]; files found but not readable (no
 //! permission, not an ELF file, damaged) likewise, listed with the reason by
-//! [`CodeSymbolizer::unreadable_files`]. Kernel PCs are named from the
-//! recorded kernel's kallsyms when one is given ([`crate::kallsyms`]).
+//! [`CodeSymbolizer::unreadable_files`]. A file is used only if it has the build-id the
+//! recording lists for it ([`crate::locate`]: `--symfs` and build-id caches first); a file
+//! here with another build-id (rebuilt since the recording) names nothing: its locations get
+//! the DSO `prog [build-id mismatch]` and it is listed by [`CodeSymbolizer::mismatched_files`].
+//! Kernel PCs are named from the recorded kernel's kallsyms when one is given
+//! ([`crate::kallsyms`]).
 
 use crate::kallsyms::KernelSymbols;
+use crate::locate::{Located, Locator};
 use crate::maps::{AddressSpaces, Mapping, MappingKind};
 use blazesym::symbolize::source::{Elf, Source};
 use blazesym::symbolize::{Input, Symbolized, Symbolizer};
@@ -47,7 +52,13 @@ pub struct CodeLocation {
     pub inlined: Vec<InlineFrame>,
     /// Offset of the address in `dso` (for annotate); absent for anonymous code.
     pub file_offset: Option<u64>,
+    /// The file here is not the recorded one (another build-id): nothing is named, and `dso`
+    /// carries [`BUILD_ID_MISMATCH`].
+    pub build_id_mismatch: bool,
 }
+
+/// What follows the DSO of a location in a file rebuilt since the recording.
+pub const BUILD_ID_MISMATCH: &str = "[build-id mismatch]";
 
 impl CodeLocation {
     /// `function` or a placeholder naming the DSO, for tables.
@@ -130,9 +141,13 @@ pub fn short_name(path: &str) -> &str {
 pub struct CodeSymbolizer {
     inner: Symbolizer,
     cache: HashMap<(Arc<str>, u64), Arc<CodeLocation>>,
-    /// Prefix prepended to recorded paths (like perf's `--symfs`).
-    symfs: Option<PathBuf>,
+    /// Finds the recorded files here (`--symfs`, build-id caches, the recorded path).
+    locator: Locator,
+    /// Where each recorded file was found.
+    located: HashMap<Arc<str>, Located>,
     missing: BTreeSet<Arc<str>>,
+    /// Files here whose build-id is not the recorded one.
+    mismatched: BTreeSet<Arc<str>>,
     /// Files found here that could not be read for symbols, and why.
     unreadable: BTreeMap<Arc<str>, String>,
     /// Kernel text symbols for kernel PCs (a kallsyms file of the recorded kernel).
@@ -161,8 +176,10 @@ impl CodeSymbolizer {
         CodeSymbolizer {
             inner: Symbolizer::new(),
             cache: HashMap::new(),
-            symfs,
+            locator: Locator::new(symfs),
+            located: HashMap::new(),
             missing: BTreeSet::new(),
+            mismatched: BTreeSet::new(),
             unreadable: BTreeMap::new(),
             kernel: KernelSource::None,
         }
@@ -209,12 +226,26 @@ impl CodeSymbolizer {
         self.unreadable.iter().map(|(p, why)| (&**p, why.as_str()))
     }
 
-    /// Where the recorded `path` is on this machine.
+    /// Files mapped in the recording whose copy here has another build-id (rebuilt since):
+    /// their samples are not named.
+    pub fn mismatched_files(&self) -> impl Iterator<Item = &str> {
+        self.mismatched.iter().map(|s| &**s)
+    }
+
+    /// Where the recorded `path` is on this machine: the file found for it when it was
+    /// symbolized (by build-id), else by path (under `--symfs`).
     pub fn local_path(&self, path: &str) -> PathBuf {
-        match &self.symfs {
-            Some(root) => root.join(path.trim_start_matches('/')),
-            None => PathBuf::from(path),
+        match self.located.get(path) {
+            Some(Located::Found(p)) => p.clone(),
+            _ => self.locator.by_path(path),
         }
+    }
+
+    /// Finds the recorded file `path` (build-id `expected`) once.
+    fn locate(&mut self, path: &Arc<str>, expected: Option<&[u8]>) -> &Located {
+        self.located
+            .entry(path.clone())
+            .or_insert_with(|| self.locator.locate(path, expected))
     }
 
     /// Loads the symbols of the recorded `paths` (their ELF symbol tables, DWARF and debug
@@ -224,14 +255,16 @@ impl CodeSymbolizer {
     /// symbolize are known only then). A file that is missing or cannot be read is skipped
     /// here, not recorded: only files that hold sampled PCs are reported as missing or
     /// unreadable, by [`CodeSymbolizer::symbolize`]. Returns the files loaded.
-    pub fn preload(&mut self, paths: &[Arc<str>], stop: &AtomicBool) -> usize {
+    pub fn preload(&mut self, files: &[Arc<Mapping>], stop: &AtomicBool) -> usize {
         let mut loaded = 0;
-        for path in paths {
+        for m in files {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            let local = self.local_path(path);
-            if !local.is_file() || looks_like_elf(&local).is_err() {
+            let Located::Found(local) = self.locate(&m.path, m.build_id.as_deref()).clone() else {
+                continue;
+            };
+            if looks_like_elf(&local).is_err() {
                 continue;
             }
             // One address builds and caches the file's resolver (blazesym keeps one per file).
@@ -282,18 +315,22 @@ impl CodeSymbolizer {
             self.load_kernel_symbols();
         }
         // Group the uncached file offsets per file.
-        let mut todo: HashMap<Arc<str>, BTreeSet<u64>> = HashMap::new();
+        type Todo<'a> = HashMap<Arc<str>, (Option<&'a [u8]>, BTreeSet<u64>)>;
+        let mut todo: Todo = HashMap::new();
         for (m, addr) in items {
             if m.kind == MappingKind::File {
                 let off = m.file_offset(*addr);
                 if !self.cache.contains_key(&(m.path.clone(), off)) {
-                    todo.entry(m.path.clone()).or_default().insert(off);
+                    todo.entry(m.path.clone())
+                        .or_insert_with(|| (m.build_id.as_deref(), BTreeSet::new()))
+                        .1
+                        .insert(off);
                 }
             }
         }
-        for (path, offsets) in todo {
+        for (path, (build_id, offsets)) in todo {
             let offsets: Vec<u64> = offsets.into_iter().collect();
-            let locs = self.symbolize_file(&path, &offsets);
+            let locs = self.symbolize_file(&path, build_id, &offsets);
             for (off, loc) in offsets.into_iter().zip(locs) {
                 self.cache.insert((path.clone(), off), Arc::new(loc));
             }
@@ -362,17 +399,37 @@ impl CodeSymbolizer {
             .collect()
     }
 
-    fn symbolize_file(&mut self, path: &Arc<str>, offsets: &[u64]) -> Vec<CodeLocation> {
+    fn symbolize_file(
+        &mut self,
+        path: &Arc<str>,
+        build_id: Option<&[u8]>,
+        offsets: &[u64],
+    ) -> Vec<CodeLocation> {
         let bare = |off: u64| CodeLocation {
             dso: path.clone(),
             file_offset: Some(off),
             ..Default::default()
         };
-        let local = self.local_path(path);
-        if !Path::new(&local).is_file() {
-            self.missing.insert(path.clone());
-            return offsets.iter().map(|o| bare(*o)).collect();
-        }
+        let local = match self.locate(path, build_id).clone() {
+            Located::Found(local) => local,
+            Located::Missing => {
+                self.missing.insert(path.clone());
+                return offsets.iter().map(|o| bare(*o)).collect();
+            }
+            Located::Mismatch { .. } => {
+                self.mismatched.insert(path.clone());
+                let dso: Arc<str> = Arc::from(format!("{path} {BUILD_ID_MISMATCH}"));
+                return offsets
+                    .iter()
+                    .map(|o| CodeLocation {
+                        dso: dso.clone(),
+                        file_offset: Some(*o),
+                        build_id_mismatch: true,
+                        ..Default::default()
+                    })
+                    .collect();
+            }
+        };
         if let Err(why) = looks_like_elf(&local) {
             self.unreadable.insert(path.clone(), why);
             return offsets.iter().map(|o| bare(*o)).collect();
@@ -447,6 +504,7 @@ impl CodeSymbolizer {
                         line,
                         inlined,
                         file_offset: Some(*off),
+                        build_id_mismatch: false,
                     }
                 }
                 Symbolized::Unknown(_) => bare(*off),

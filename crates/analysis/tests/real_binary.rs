@@ -254,7 +254,7 @@ fn preloading_symbols_changes_nothing_but_the_timing() {
     let files: Vec<String> = spaces
         .executable_files()
         .iter()
-        .map(|p| p.to_string())
+        .map(|m| m.path.to_string())
         .collect();
     assert_eq!(
         files,

@@ -186,6 +186,12 @@ pub struct RecordArgs {
     #[arg(long, conflicts_with_all = ["all_cpus", "pids"])]
     pub overhead: bool,
 
+    /// When the recording is written, also pack it with its sidecar and the mapped files (by
+    /// build-id) into FILE.tar, as `spelunk archive FILE` does: its report then reads the same
+    /// on another machine or after the program is rebuilt
+    #[arg(long, conflicts_with_all = ["no_spe", "overhead"])]
+    pub archive: bool,
+
     /// Runs of each kind for --overhead
     #[arg(long, default_value_t = 3, value_name = "N", requires = "overhead", allow_negative_numbers = true, value_parser = crate::common::values::small_count)]
     pub runs: u32,
@@ -254,5 +260,10 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
     }
     let rec = flow::record(&req, &mut say)?;
     summary(&rec);
+    if args.archive {
+        let tar = spelunk_engine::archive::default_output(&args.output);
+        let archived = spelunk_engine::archive::archive(&args.output, &tar)?;
+        eprint!("{}", spelunk_report::archive_text::render(&archived));
+    }
     Ok(ExitCode::from(rec.exit_code()))
 }

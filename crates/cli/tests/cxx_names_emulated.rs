@@ -18,24 +18,6 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn emulator_lib() -> Option<PathBuf> {
-    let arch = if cfg!(target_arch = "aarch64") {
-        "arm64"
-    } else {
-        "amd64"
-    };
-    let lib = root().join("emulator/build/lib");
-    let have_gxx = Command::new("g++").arg("--version").output().is_ok();
-    if lib.join(format!("spelunk-{arch}-linux")).exists() && have_gxx {
-        return Some(lib);
-    }
-    if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
-        panic!("emulator not built or g++ missing: run emulator/test.sh");
-    }
-    eprintln!("skipped: emulator not built or g++ missing (run emulator/test.sh)");
-    None
-}
-
 fn run(lib: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_spelunk"))
         .env("SPELUNK_EMULATOR_LIB", lib)
@@ -80,7 +62,9 @@ const GROW: &str = "grow(int)";
 
 #[test]
 fn cxx_names_and_lines_are_the_users() {
-    let Some(lib) = emulator_lib() else { return };
+    let Some(lib) = spelunk_testkit::emulator_lib("g++") else {
+        return;
+    };
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cxx-names");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

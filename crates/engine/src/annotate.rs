@@ -192,6 +192,14 @@ impl Recording {
                 unreadable: symbolizer
                     .unreadable_files()
                     .map(|(p, why)| (p.to_string(), why.to_string()))
+                    .chain(symbolizer.mismatched_files().map(|p| {
+                        (
+                            p.to_string(),
+                            "build-id mismatch: rebuilt since recording? use `spelunk archive` \
+                             at record time, or --symfs DIR"
+                                .to_string(),
+                        )
+                    }))
                     .collect(),
                 damage: self.damage_note(),
             });

@@ -10,6 +10,7 @@
 
 pub mod advise;
 pub mod annotate;
+pub mod archive;
 pub mod c2c;
 pub mod estimate;
 pub mod parallel;

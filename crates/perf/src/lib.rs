@@ -73,6 +73,7 @@
 pub mod abi;
 pub mod attr;
 pub mod auxinfo;
+pub mod buildid;
 pub mod bytes;
 pub mod counting;
 pub mod error;
@@ -88,6 +89,7 @@ pub mod writer;
 
 pub use attr::{EventAttr, SpeConfig};
 pub use auxinfo::{AuxInfoError, SpeAuxtraceInfo, SpeCpuMetadata};
+pub use buildid::{BuildId, BuildIdEntry};
 pub use error::PerfError;
 pub use reader::{
     AuxChunk, AuxStream, AuxtraceInfoRecord, HeaderFeatures, IndexSummary, PerfDataFile, Problem,

@@ -144,6 +144,8 @@ pub struct HeaderFeatures {
     pub auxtrace_index: Option<Vec<(u64, u64)>>,
     /// HEADER_SAMPLE_TIME: first and last sample time (ns).
     pub sample_time: Option<(u64, u64)>,
+    /// HEADER_BUILD_ID: the build-id each recorded file had (empty without the section).
+    pub build_ids: Vec<crate::buildid::BuildIdEntry>,
 }
 
 impl HeaderFeatures {
@@ -717,6 +719,21 @@ impl PerfDataFile {
                     }
                 }
                 feature::TOTAL_MEM => self.features.total_mem_kb = u64_at(&b, 0),
+                feature::BUILD_ID => {
+                    let (entries, damage) = crate::buildid::parse_header_section(&b);
+                    self.features.build_ids = entries;
+                    if let Some(d) = damage {
+                        push_problem(
+                            &mut self.summary,
+                            ProblemKind::FeatureSection,
+                            *o,
+                            format!(
+                                "the build-id table (feature {bit} at byte {o}) is damaged: \
+                                 {d}; the entries after it are ignored"
+                            ),
+                        );
+                    }
+                }
                 _ => {}
             }
         }

@@ -22,7 +22,8 @@
 //! `PERF_RECORD_AUX` (with sample_id) followed by a `PERF_RECORD_AUXTRACE` whose payload is
 //! padded to 8 bytes (`size` includes the padding, `offset` advances by the unpadded length, as
 //! perf does). The HEADER_AUXTRACE feature indexes every AUXTRACE record, which lets perf queue
-//! all AUX data before it processes events.
+//! all AUX data before it processes events. HEADER_BUILD_ID lists the build-ids the recorder
+//! gives [`SpeRecordingWriter::set_build_ids`] (crate::buildid has the layout).
 
 use spelunk_fsio::AtomicFile;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -33,6 +34,7 @@ use spelunk_spe::Midr;
 use crate::abi::{self, attr_flag, feature, misc, sample};
 use crate::attr::{EventAttr, SpeConfig};
 use crate::auxinfo::{SpeAuxtraceInfo, SpeCpuMetadata};
+use crate::buildid::{header_section, BuildIdEntry};
 use crate::error::PerfError;
 use crate::records::{AuxFlags, MmapFileId};
 use crate::timeconv::{TimeConv, TimeConvLayout};
@@ -178,6 +180,10 @@ pub struct SpeRecordingWriter {
     tail_start: Option<u64>,
     /// The data size once the tail is written.
     tail_done: Option<u64>,
+    /// HEADER_BUILD_ID: the build-ids of the recorded files ([`Self::set_build_ids`]).
+    build_ids: Vec<BuildIdEntry>,
+    /// Files named by the MMAP2 records written (path, cpumode), for [`Self::mapped_files`].
+    mapped: std::collections::BTreeSet<(String, u16)>,
 }
 
 const SPE: usize = 0;
@@ -297,6 +303,8 @@ impl SpeRecordingWriter {
             summary: WriteSummary::default(),
             tail_start: None,
             tail_done: None,
+            build_ids: Vec::new(),
+            mapped: Default::default(),
         };
         w.write_prologue()?;
         Ok(w)
@@ -527,6 +535,9 @@ impl SpeRecordingWriter {
         body.extend_from_slice(&m.prot.to_le_bytes());
         body.extend_from_slice(&m.flags.to_le_bytes());
         push_cstr(&mut body, &m.path);
+        if m.path.starts_with('/') && !self.mapped.contains(&(m.path.clone(), m.cpu_mode)) {
+            self.mapped.insert((m.path.clone(), m.cpu_mode));
+        }
         self.sideband(abi::record::MMAP2, misc, &body, DUMMY, cpu, m.task, time_ns)
     }
 
@@ -714,9 +725,25 @@ impl SpeRecordingWriter {
         Ok(())
     }
 
+    /// The files (absolute paths) the MMAP2 records written so far name, each once, with their
+    /// cpumode: the files whose build-ids [`Self::set_build_ids`] should list.
+    pub fn mapped_files(&self) -> impl Iterator<Item = (&str, u16)> {
+        self.mapped.iter().map(|(p, m)| (p.as_str(), *m))
+    }
+
+    /// The build-ids of the recorded files, written as HEADER_BUILD_ID (so `perf report` and
+    /// `perf buildid-list` see them, and spelunk can tell a rebuilt file from the recorded
+    /// one). The recorder reads them from the files it saw mapped; replaces earlier ones.
+    pub fn set_build_ids(&mut self, entries: Vec<BuildIdEntry>) {
+        self.build_ids = entries;
+    }
+
     fn features(&self) -> Vec<(u32, Vec<u8>)> {
         let s = &self.spec;
         let mut f: Vec<(u32, Vec<u8>)> = Vec::new();
+        if !self.build_ids.is_empty() {
+            f.push((feature::BUILD_ID, header_section(&self.build_ids)));
+        }
         let string = |v: &str| {
             let mut b = Vec::new();
             header_string(&mut b, v);

@@ -693,3 +693,33 @@ fn many_cpus_split_the_id_index() {
     let with_data: Vec<Option<u32>> = f.aux_streams.iter().map(|s| s.cpu).collect();
     assert_eq!(with_data, [Some(0), Some(cpus - 1)]);
 }
+
+#[test]
+fn a_damaged_build_id_table_is_a_counted_problem_not_a_panic() {
+    let dir = scratch_dir("build-id-table");
+    let path = dir.join("ids.data");
+    let mut w = SpeRecordingWriter::create(&path, RecordingSpec::default()).unwrap();
+    let entry = |name: &str, byte: u8| BuildIdEntry {
+        cpu_mode: 2,
+        pid: -1,
+        build_id: BuildId(vec![byte; 20]),
+        path: name.into(),
+    };
+    let entries = vec![entry("/bin/a", 0xaa), entry("/bin/b", 0xbb)];
+    w.set_build_ids(entries.clone());
+    w.finish().unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let f = PerfDataFile::from_bytes(&good).unwrap();
+    assert_eq!(f.features.build_ids, entries);
+    assert!(f.summary.is_clean(), "{}", problems(&f));
+
+    // The second entry's header.size (bytes 6-7 of its perf_event_header) made too large:
+    // found by its file name, 36 bytes after the entry's start.
+    let name_at = good.windows(6).position(|w| w == b"/bin/b").unwrap();
+    let mut bad = good.clone();
+    bad[name_at - 36 + 6..name_at - 36 + 8].copy_from_slice(&u16::MAX.to_le_bytes());
+    let f = PerfDataFile::from_bytes(&bad).unwrap();
+    assert_eq!(f.features.build_ids, entries[..1]);
+    assert_eq!(f.summary.problem_count, 1, "{}", problems(&f));
+    assert!(problems(&f).contains("build-id table"), "{}", problems(&f));
+}

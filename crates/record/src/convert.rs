@@ -410,6 +410,7 @@ pub fn convert(
     for (cpu, c) in chunks.iter_mut() {
         out.aux_bytes += flush(&mut w, *cpu, c)?;
     }
+    crate::buildids::attach(&mut w, &mut out.warnings);
     w.finish()?;
 
     let sidecar = build_sidecar(&s, &config, pid, &ns);

@@ -1196,6 +1196,7 @@ pub fn record(
         per_cpu.insert(r.cpu, r.figures.clone());
     }
     drop(rings);
+    crate::buildids::attach(&mut writer, &mut warnings);
     writer.finish()?;
 
     let sidecar_path = Sidecar::path_for(output);

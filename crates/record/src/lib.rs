@@ -17,6 +17,7 @@
 //! checks before the program runs, `--overhead`'s interleaved runs) and `spelunk topdown
 //! --emulate`'s, so that front ends only parse flags and render.
 
+pub mod buildids;
 pub mod convert;
 pub mod emulator;
 pub mod flow;

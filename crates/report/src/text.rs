@@ -282,6 +282,21 @@ pub fn render(r: &Report, opt: &TextOptions) -> String {
                 .join(", ")
         );
     }
+    if !rec.mismatched_files.is_empty() {
+        let samples: u64 = rec.mismatched_files.iter().map(|f| f.samples).sum();
+        let _ = writeln!(
+            o,
+            "  build-id mismatch, {samples} samples not named: {} (the file here is not the one \
+             recorded; rebuilt since recording? use `spelunk archive` at record time, or \
+             --symfs DIR)",
+            rec.mismatched_files
+                .iter()
+                .take(5)
+                .map(|f| format!("{} ({} samples)", f.path, f.samples))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     for f in rec.unreadable_files.iter().take(5) {
         let _ = writeln!(
             o,

@@ -405,3 +405,45 @@ pub fn decode_all(path: &Path) -> Vec<spelunk_spe::SpeSample> {
     );
     out
 }
+
+/// The build-id `readelf -n` prints for the ELF file `path` (binutils, independent of
+/// spelunk's own reader), lower-case hex.
+pub fn readelf_build_id(path: &Path) -> String {
+    let out = std::process::Command::new("readelf")
+        .arg("-n")
+        .arg(path)
+        .output()
+        .expect("run readelf");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Build ID:")
+                .map(|s| s.trim().to_string())
+        })
+        .expect("readelf prints a build ID")
+}
+
+/// The emulator's Valgrind library directory (`emulator/build/lib`) when the emulator is built
+/// for this machine and `compiler` runs; `None` (the test skips, saying so) otherwise, or a
+/// panic when SPELUNK_REQUIRE_EMULATOR is set.
+pub fn emulator_lib(compiler: &str) -> Option<std::path::PathBuf> {
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../emulator/build/lib");
+    let have = std::process::Command::new(compiler)
+        .arg("--version")
+        .output()
+        .is_ok();
+    if lib.join(format!("spelunk-{arch}-linux")).exists() && have {
+        return Some(lib);
+    }
+    if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
+        panic!("emulator not built or {compiler} missing: run emulator/build.sh");
+    }
+    eprintln!("skipped: emulator not built or {compiler} missing (run emulator/build.sh)");
+    None
+}
