@@ -9,6 +9,7 @@
 
 pub mod advise;
 pub mod annotate;
+pub mod bench;
 pub mod c2c;
 pub mod estimate;
 pub mod parallel;

@@ -296,6 +296,8 @@ pub struct EmulatorOptions {
     pub machine: EmulatedMachine,
     /// Further tool options, passed as given (`--l2-size=2097152`, `--cores=8`, ...).
     pub extra: Vec<String>,
+    /// The program's working directory (spelunk's own when None; `spelunk bench`'s `cwd`).
+    pub cwd: Option<PathBuf>,
 }
 
 impl Default for EmulatorOptions {
@@ -309,6 +311,7 @@ impl Default for EmulatorOptions {
             collisions: true,
             machine: EmulatedMachine::default(),
             extra: Vec::new(),
+            cwd: None,
         }
     }
 }
@@ -377,6 +380,9 @@ pub fn run(
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit());
+    if let Some(dir) = &options.cwd {
+        cmd.current_dir(dir);
+    }
     let status = cmd.status().map_err(|source| EmulatorError::Spawn {
         what: install.valgrind.display().to_string(),
         source,
