@@ -793,11 +793,25 @@ fn compare_metric(
     c
 }
 
-/// Matching keys of rows: (key, DSO file name).
-fn row_map(rows: &[BenchRow]) -> BTreeMap<(&str, Option<&str>), &BenchRow> {
+/// Matching keys of rows: (key, DSO file name), the DSO None for the benchmark's program
+/// itself, so that a program built under another name (or path) still matches.
+fn row_map<'a>(
+    rows: &'a [BenchRow],
+    program: &str,
+) -> BTreeMap<(&'a str, Option<&'a str>), &'a BenchRow> {
     rows.iter()
-        .map(|r| ((r.key.as_str(), r.dso.as_deref()), r))
+        .map(|r| {
+            let dso = r.dso.as_deref().filter(|d| *d != program);
+            ((r.key.as_str(), dso), r)
+        })
         .collect()
+}
+
+impl BenchmarkRun {
+    /// The program's file name (as rows name their DSO).
+    fn program(&self) -> &str {
+        self.command.first().map_or("", |p| short_name(p))
+    }
 }
 
 /// A row's change in the metric's stand-in (estimated: × each side's interval), worse
@@ -811,14 +825,17 @@ struct Moved<'a> {
     noise: f64,
 }
 
-fn moved<'a>(
-    proxy: Proxy,
-    a: &'a [BenchRow],
-    b: &'a [BenchRow],
-    ia: f64,
-    ib: f64,
-) -> Vec<Moved<'a>> {
-    let (ma, mb) = (row_map(a), row_map(b));
+/// One side of a comparison: its rows, its program's file name, its interval.
+#[derive(Clone, Copy)]
+struct Side<'a> {
+    rows: &'a [BenchRow],
+    program: &'a str,
+    interval: f64,
+}
+
+fn moved<'a>(proxy: Proxy, a: Side<'a>, b: Side<'a>) -> Vec<Moved<'a>> {
+    let (ia, ib) = (a.interval, b.interval);
+    let (ma, mb) = (row_map(a.rows, a.program), row_map(b.rows, b.program));
     let mut keys: Vec<(&str, Option<&str>)> = ma.keys().chain(mb.keys()).copied().collect();
     keys.sort();
     keys.dedup();
@@ -850,21 +867,29 @@ fn moved<'a>(
 /// The functions whose sampled stand-in for `m` rose most (for IPC, whose fall is the
 /// regression, the cost that rose), each with its line that rose most and the data-source
 /// shift of its loads; the top one also names the object that rose most.
-fn explain(m: Metric, base: &BenchmarkRun, run: &BenchmarkRun, n: usize) -> Vec<Cause> {
+fn explain<'a>(m: Metric, base: &'a BenchmarkRun, run: &'a BenchmarkRun, n: usize) -> Vec<Cause> {
     let proxy = m.proxy();
-    let iv = |r: &BenchmarkRun| r.interval_ops.unwrap_or(1) as f64;
-    let (ia, ib) = (iv(base), iv(run));
-    let functions = moved(proxy, &base.functions, &run.functions, ia, ib);
-    let lines = moved(proxy, &base.lines, &run.lines, ia, ib);
-    let objects = moved(proxy, &base.objects, &run.objects, ia, ib);
+    let side = |r: &'a BenchmarkRun, rows: fn(&BenchmarkRun) -> &[BenchRow]| Side {
+        rows: rows(r),
+        program: r.program(),
+        interval: r.interval_ops.unwrap_or(1) as f64,
+    };
+    let pair =
+        |rows: fn(&BenchmarkRun) -> &[BenchRow]| moved(proxy, side(base, rows), side(run, rows));
+    let functions = pair(|r| &r.functions);
+    let lines = pair(|r| &r.lines);
+    let objects = pair(|r| &r.objects);
     let rose = |x: &Moved| x.estimate_new > x.estimate_baseline;
+    // Rows whose rise is past the sampling error first; those within it only when no row is.
+    let beyond = |x: &Moved| x.estimate_new - x.estimate_baseline >= x.noise;
+    let any_beyond = functions.iter().any(|f| rose(f) && beyond(f));
     let top_object = objects
         .iter()
         .find(|o| rose(o))
         .map(|o| o.key.0.to_string());
     functions
         .iter()
-        .filter(|f| rose(f))
+        .filter(|f| rose(f) && (beyond(f) || !any_beyond))
         .take(n)
         .enumerate()
         .map(|(i, f)| {

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 mod advise;
 mod annotate;
+mod bench;
 mod c2c;
 mod check;
 mod common;
@@ -38,6 +39,7 @@ pub(crate) struct Cli {
 enum Command {
     Advise(advise::AdviseArgs),
     Annotate(annotate::AnnotateArgs),
+    Bench(bench::BenchArgs),
     C2c(c2c::C2cArgs),
     Check(check::CheckArgs),
     Completions(completions::CompletionsArgs),
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Advise(args) => advise::run(args),
         Command::Annotate(args) => annotate::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::C2c(args) => c2c::run(args),
         Command::Check(args) => check::run(args),
         Command::Completions(args) => completions::completions(args),

@@ -7,6 +7,7 @@
 
 pub mod advise_text;
 pub mod annotate_text;
+pub mod bench_text;
 pub mod c2c_text;
 pub mod check_text;
 pub mod dataset;
