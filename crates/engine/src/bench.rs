@@ -44,7 +44,7 @@ pub enum BenchError {
     Recording {
         name: String,
         #[source]
-        source: RecordingError,
+        source: Box<RecordingError>,
     },
 }
 
@@ -351,6 +351,7 @@ pub fn run_benchmark(
         machine: machine.clone(),
         extra: spec.emulator_opts.clone(),
         cwd: spec.cwd.clone(),
+        stdout_to_stderr: true,
         ..EmulatorOptions::default()
     };
     say(&format!(
@@ -384,7 +385,7 @@ pub fn run_benchmark(
     }
     let recording = |source| BenchError::Recording {
         name: spec.name.clone(),
-        source,
+        source: Box::new(source),
     };
     let r =
         Recording::open(&rec.conversion.perf_data, None, SidecarUse::Read).map_err(recording)?;

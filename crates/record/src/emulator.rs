@@ -298,6 +298,9 @@ pub struct EmulatorOptions {
     pub extra: Vec<String>,
     /// The program's working directory (spelunk's own when None; `spelunk bench`'s `cwd`).
     pub cwd: Option<PathBuf>,
+    /// Send the program's standard output to spelunk's standard error, so that spelunk's own
+    /// output (`spelunk bench --json`) is not mixed with it.
+    pub stdout_to_stderr: bool,
 }
 
 impl Default for EmulatorOptions {
@@ -312,6 +315,7 @@ impl Default for EmulatorOptions {
             machine: EmulatedMachine::default(),
             extra: Vec::new(),
             cwd: None,
+            stdout_to_stderr: false,
         }
     }
 }
@@ -382,6 +386,9 @@ pub fn run(
         .stderr(Stdio::inherit());
     if let Some(dir) = &options.cwd {
         cmd.current_dir(dir);
+    }
+    if options.stdout_to_stderr {
+        cmd.stdout(std::io::stderr());
     }
     let status = cmd.status().map_err(|source| EmulatorError::Spawn {
         what: install.valgrind.display().to_string(),

@@ -199,6 +199,7 @@ fn plan_emulated(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Emula
         machine,
         extra: req.emulator_opts.clone(),
         cwd: None,
+        stdout_to_stderr: false,
     };
     let trace = session::trace_path(&req.output);
     let sidecar = Sidecar::path_for(&req.output);
