@@ -52,13 +52,28 @@ fn bench_status(b: &BenchmarkComparison) -> &'static str {
     }
 }
 
+/// "L1D refills 53.3 k → 10.3 k (-80.66%)".
+fn before_after(m: &MetricComparison) -> String {
+    format!(
+        "{} {} → {} ({})",
+        m.metric.label(),
+        value(m.metric, m.baseline),
+        value(m.metric, m.new),
+        change(m)
+    )
+}
+
+/// "emulator_core was neoverse-n1, is neoverse-v2", one per changed field.
+fn env_reasons(b: &BenchmarkComparison) -> Vec<String> {
+    b.environment_changes
+        .iter()
+        .map(|e| format!("{} was {}, is {}", e.field, e.baseline, e.new))
+        .collect()
+}
+
 fn env_lines(b: &BenchmarkComparison, out: &mut String) {
-    for e in &b.environment_changes {
-        let _ = writeln!(
-            out,
-            "  environment: {} was {}, is {}",
-            e.field, e.baseline, e.new
-        );
+    for e in env_reasons(b) {
+        let _ = writeln!(out, "  environment: {e}");
     }
 }
 
@@ -137,14 +152,7 @@ pub fn render(c: &BenchComparison) -> String {
             .iter()
             .filter(|m| m.status == MetricStatus::Improved)
         {
-            let _ = writeln!(
-                out,
-                "  improvement: {} {} → {} ({})",
-                m.metric.label(),
-                value(m.metric, m.baseline),
-                value(m.metric, m.new),
-                change(m)
-            );
+            let _ = writeln!(out, "  improvement: {}", before_after(m));
         }
     }
     out
@@ -223,11 +231,7 @@ pub fn junit(c: &BenchComparison) -> String {
                 m.metric.name()
             );
             let body = if errored(b, m) {
-                let why: Vec<String> = b
-                    .environment_changes
-                    .iter()
-                    .map(|e| format!("{} was {}, is {}", e.field, e.baseline, e.new))
-                    .collect();
+                let why = env_reasons(b);
                 Some(format!(
                     "<error message=\"the environment changed: {}\"/>",
                     html_text(&why.join("; "))
@@ -311,11 +315,7 @@ pub fn github(c: &BenchComparison, root: &Path) -> String {
     let mut out = String::new();
     for b in &c.benchmarks {
         if b.status == BenchStatus::Refused {
-            let why: Vec<String> = b
-                .environment_changes
-                .iter()
-                .map(|e| format!("{} was {}, is {}", e.field, e.baseline, e.new))
-                .collect();
+            let why = env_reasons(b);
             let _ = writeln!(
                 out,
                 "::error title={}::{}",
@@ -341,14 +341,7 @@ pub fn github(c: &BenchComparison, root: &Path) -> String {
                     );
                 }
                 MetricStatus::Improved => {
-                    let _ = writeln!(
-                        out,
-                        "::notice title={title}::{} {} → {} ({})",
-                        m.metric.label(),
-                        value(m.metric, m.baseline),
-                        value(m.metric, m.new),
-                        change(m)
-                    );
+                    let _ = writeln!(out, "::notice title={title}::{}", gh_data(&before_after(m)));
                 }
                 _ => {}
             }
