@@ -180,14 +180,7 @@ fn run_all(specs: &[BenchSpec]) -> anyhow::Result<Vec<spelunk_analysis::bench::B
     let mut say = |l: &str| eprintln!("spelunk bench: {l}");
     let mut runs = Vec::new();
     for s in specs {
-        let r = flow::run_benchmark(s, &mut say)?;
-        if r.exit_code != 0 {
-            say(&format!(
-                "warning: {} exited with status {}",
-                r.name, r.exit_code
-            ));
-        }
-        runs.push(r);
+        runs.push(flow::run_benchmark(s, &mut say)?);
     }
     Ok(runs)
 }

@@ -291,3 +291,18 @@ fn a_changed_environment_is_refused_unless_allowed() {
     let o = run(args(&["--allow-env-change"]));
     assert_ne!(code(&o), 2, "{}", said(&o));
 }
+
+#[test]
+fn a_benchmark_that_fails_is_an_error_not_a_baseline() {
+    let Some(lib) = setup() else { return };
+    let dir = outdir("failing");
+    let base = dir.join("base.json");
+    let o = bench(&lib, &["--save", base.to_str().unwrap(), "--", "false"]);
+    assert_eq!(code(&o), 2, "{}", said(&o));
+    assert!(
+        said(&o).contains("false exited with status 1"),
+        "{}",
+        said(&o)
+    );
+    assert!(!base.exists());
+}

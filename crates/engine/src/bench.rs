@@ -380,6 +380,13 @@ pub fn run_benchmark(
         )))
     })?;
     unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
+    if !rec.exit.success() {
+        // The counts of a run that failed are not the benchmark's: an error, not a baseline.
+        return Err(fail(format!(
+            "{} exited with {}",
+            spec.command[0], rec.exit
+        )));
+    }
     for w in &rec.conversion.warnings {
         say(&format!("warning: {w}"));
     }
