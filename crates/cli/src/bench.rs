@@ -236,16 +236,16 @@ fn bench(args: &BenchArgs) -> anyhow::Result<u8> {
             accepted.join(", ")
         );
     }
+    let root = std::env::current_dir().context("the current directory")?;
     if args.json {
         println!(
             "{}",
             serde_json::to_string_pretty(&c).context("serialising the comparison")?
         );
     } else {
-        print!("{}", bench_text::render(&c));
+        print!("{}", bench_text::render(&c, &root));
     }
     if args.github {
-        let root = std::env::current_dir().context("the current directory")?;
         print!("{}", bench_text::github(&c, &root));
     }
     if let Some(p) = &args.junit {

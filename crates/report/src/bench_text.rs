@@ -78,8 +78,9 @@ fn env_lines(b: &BenchmarkComparison, out: &mut String) {
 }
 
 /// The terminal table of a comparison: per benchmark its metrics, then each regression's
-/// explanation and causes, then the improvements.
-pub fn render(c: &BenchComparison) -> String {
+/// explanation and causes (source paths relative to `root` when under it), then the
+/// improvements.
+pub fn render(c: &BenchComparison, root: &Path) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "baseline {}", c.baseline_file);
     for b in &c.benchmarks {
@@ -129,7 +130,7 @@ pub fn render(c: &BenchComparison) -> String {
             }
             for k in &m.causes {
                 let at = match (&k.file, k.line) {
-                    (Some(f), Some(l)) => format!(" at {f}:{l}"),
+                    (Some(f), Some(l)) => format!(" at {}:{l}", relative(f, root)),
                     _ => String::new(),
                 };
                 let _ = writeln!(
