@@ -46,8 +46,8 @@ make -s -C "$root/workloads/fixes"
 echo "== trace reader and acceptance tests"
 cd "$root"
 SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-emutrace -- --test-threads=2
-echo "== spelunk record --emulate: conversion against the trace and perf 6.1, the command's contract, issue 4 acceptance on the workloads, topdown --emulate against the trace, C++ names and lines (issue 26), the advisor on the fixes suite (issue 24)"
-SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-record -p spelunk --test emulated --test record_cli --test emulated_workloads --test topdown_emulated --test cxx_names_emulated --test advise_suite
+echo "== spelunk record --emulate: conversion against the trace and perf 6.1, the command's contract, issue 4 acceptance on the workloads, topdown --emulate against the trace, C++ names and lines (issue 26), the advisor on the fixes suite (issue 24), spelunk bench's gate (issue 28)"
+SPELUNK_REQUIRE_EMULATOR=1 "$cargo" test --release --locked -p spelunk-record -p spelunk --test emulated --test record_cli --test emulated_workloads --test topdown_emulated --test cxx_names_emulated --test advise_suite --test bench_cli
 echo "== the fidelity page (docs/methodology/emulator-fidelity.md): acceptance bands and figures against fresh runs"
 python3 "$root/scripts/emulator-fidelity.py" --spelunk "${CARGO_TARGET_DIR:-$root/target}/release/spelunk" \
   --check "$root/docs/methodology/emulator-fidelity.md"

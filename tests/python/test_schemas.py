@@ -2,7 +2,8 @@
 against what spelunk writes: a sidecar the emulator wrote, one `spelunk record --no-spe` writes
 here (timelines, counters not counted), the `--json` output of report, c2c, diff and estimate
 on a synthetic recording with a sidecar (phases, objects), of topdown on the methodology's
-`perf stat` files and of check on the machine fixtures."""
+`perf stat` files and of check on the machine fixtures, and a `spelunk bench` baseline and
+comparison of the walk workload under the emulator (skipped when it is not built)."""
 
 import json
 import os
@@ -108,3 +109,25 @@ def test_topdown_and_check_json_match_their_schemas():
 def test_the_annotate_schema_is_well_formed():
     # Annotating needs the recorded binary; test_python_api and the CLI tests cover the output.
     validator("annotate")
+
+
+def test_a_bench_baseline_and_comparison_match_their_schemas(tmp_path):
+    # Needs the emulator and the walk workload (emulator/build.sh, make -C workloads).
+    import platform
+
+    import pytest
+
+    arch = "arm64" if platform.machine() in ("aarch64", "arm64") else "amd64"
+    program = ROOT / "workloads/build/bench_walk"
+    if not (ROOT / f"emulator/build/lib/spelunk-{arch}-linux").exists() or not program.exists():
+        pytest.skip("emulator or workloads/build/bench_walk not built")
+    base = tmp_path / "base.json"
+    subprocess.run([SPELUNK, "bench", "--save", str(base), "--", str(program), "65536"],
+                   check=True, capture_output=True)
+    errors = list(validator("bench").iter_errors(json.loads(base.read_text())))
+    assert not errors, f"{errors[0].message} at {list(errors[0].path)}"
+    done = subprocess.run([SPELUNK, "bench", "--compare", str(base), "--json", "--", str(program), "65536"],
+                          capture_output=True)
+    assert done.returncode == 0, done.stderr
+    errors = list(validator("bench-compare").iter_errors(json.loads(done.stdout)))
+    assert not errors, f"{errors[0].message} at {list(errors[0].path)}"

@@ -9,6 +9,7 @@ pub mod advise;
 pub mod agg;
 pub mod alloc_sites;
 pub mod annotate;
+pub mod bench;
 pub mod c2c;
 pub mod context;
 pub mod diff;

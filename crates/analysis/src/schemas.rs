@@ -5,6 +5,7 @@
 //! validator.
 
 use crate::annotate::AnnotateReport;
+use crate::bench::{Baseline, BenchComparison};
 use crate::c2c::C2cReport;
 use crate::diff::DiffReport;
 use crate::estimate::EstimateReport;
@@ -12,7 +13,8 @@ use crate::model::advise::Advice;
 use crate::model::Report;
 
 /// `(name, schema)` of each `--json` output of the analyses: `docs/schemas/NAME.schema.json`
-/// describes `spelunk NAME --json` (`report` is `spelunk report --json`).
+/// describes `spelunk NAME --json` (`report` is `spelunk report --json`; `bench` is the baseline
+/// file `spelunk bench --save` writes, `bench-compare` is `spelunk bench --compare --json`).
 pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
     use spelunk_perf::schema::serialized_schema as schema;
     vec![
@@ -22,5 +24,7 @@ pub fn json_schemas() -> Vec<(&'static str, serde_json::Value)> {
         ("estimate", schema::<EstimateReport>()),
         ("annotate", schema::<AnnotateReport>()),
         ("advise", schema::<Advice>()),
+        ("bench", schema::<Baseline>()),
+        ("bench-compare", schema::<BenchComparison>()),
     ]
 }

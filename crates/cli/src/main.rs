@@ -11,6 +11,7 @@ use std::process::ExitCode;
 mod advise;
 mod annotate;
 mod archive;
+mod bench;
 mod c2c;
 mod check;
 mod common;
@@ -40,6 +41,7 @@ enum Command {
     Advise(advise::AdviseArgs),
     Annotate(annotate::AnnotateArgs),
     Archive(archive::ArchiveArgs),
+    Bench(bench::BenchArgs),
     C2c(c2c::C2cArgs),
     Check(check::CheckArgs),
     Completions(completions::CompletionsArgs),
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Advise(args) => advise::run(args),
         Command::Annotate(args) => annotate::run(args),
         Command::Archive(args) => archive::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::C2c(args) => c2c::run(args),
         Command::Check(args) => check::run(args),
         Command::Completions(args) => completions::completions(args),

@@ -5,7 +5,8 @@
 use std::process::Command;
 
 const SUBCOMMANDS: &[&str] = &[
-    "annotate", "c2c", "check", "decode", "diff", "estimate", "record", "report", "topdown",
+    "annotate", "bench", "c2c", "check", "decode", "diff", "estimate", "record", "report",
+    "topdown",
 ];
 
 #[test]

@@ -234,6 +234,7 @@ pub fn raw_buffer_advice(
                 line: None,
                 inlined: Vec::new(),
                 file_offset: None,
+                build_id_mismatch: false,
             };
             (k, std::sync::Arc::new(loc))
         })

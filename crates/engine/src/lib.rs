@@ -11,6 +11,7 @@
 pub mod advise;
 pub mod annotate;
 pub mod archive;
+pub mod bench;
 pub mod c2c;
 pub mod estimate;
 pub mod parallel;

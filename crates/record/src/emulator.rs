@@ -296,6 +296,11 @@ pub struct EmulatorOptions {
     pub machine: EmulatedMachine,
     /// Further tool options, passed as given (`--l2-size=2097152`, `--cores=8`, ...).
     pub extra: Vec<String>,
+    /// The program's working directory (spelunk's own when None; `spelunk bench`'s `cwd`).
+    pub cwd: Option<PathBuf>,
+    /// Send the program's standard output to spelunk's standard error, so that spelunk's own
+    /// output (`spelunk bench --json`) is not mixed with it.
+    pub stdout_to_stderr: bool,
 }
 
 impl Default for EmulatorOptions {
@@ -309,6 +314,8 @@ impl Default for EmulatorOptions {
             collisions: true,
             machine: EmulatedMachine::default(),
             extra: Vec::new(),
+            cwd: None,
+            stdout_to_stderr: false,
         }
     }
 }
@@ -377,6 +384,12 @@ pub fn run(
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit());
+    if let Some(dir) = &options.cwd {
+        cmd.current_dir(dir);
+    }
+    if options.stdout_to_stderr {
+        cmd.stdout(std::io::stderr());
+    }
     let status = cmd.status().map_err(|source| EmulatorError::Spawn {
         what: install.valgrind.display().to_string(),
         source,

@@ -198,6 +198,8 @@ fn plan_emulated(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Emula
         collisions: req.collisions,
         machine,
         extra: req.emulator_opts.clone(),
+        cwd: None,
+        stdout_to_stderr: false,
     };
     let trace = session::trace_path(&req.output);
     let sidecar = Sidecar::path_for(&req.output);

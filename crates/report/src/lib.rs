@@ -8,6 +8,7 @@
 pub mod advise_text;
 pub mod annotate_text;
 pub mod archive_text;
+pub mod bench_text;
 pub mod c2c_text;
 pub mod check_text;
 pub mod dataset;
