@@ -82,6 +82,17 @@ pub enum SessionError {
         program: String,
         exit: ProgramExit,
     },
+    /// spelunk got SIGINT or SIGTERM: the program was stopped. `conversion` is what was
+    /// recorded until then (converted at the requested path), if anything.
+    #[error(
+        "interrupted by {}: stopped {program} and the emulator",
+        crate::interrupt::signal_name(*.signal)
+    )]
+    Interrupted {
+        signal: i32,
+        program: String,
+        conversion: Option<Box<Conversion>>,
+    },
     #[error("converting the emulator's trace {}", .trace.display())]
     Convert {
         trace: PathBuf,
@@ -134,13 +145,29 @@ impl EmulatedRecording {
             valgrind_line(line);
         }
         let exit = ProgramExit(run.status);
+        let program = command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(signal) = run.interrupted {
+            let conversion = trace
+                .exists()
+                .then(|| convert(&trace, &perf_data, cmdline).ok())
+                .flatten()
+                .map(Box::new);
+            if !keep_trace {
+                let _ = std::fs::remove_file(&trace);
+            }
+            return Err(SessionError::Interrupted {
+                signal,
+                program,
+                conversion,
+            });
+        }
         if !trace.exists() {
             return Err(SessionError::NoTrace {
                 trace,
-                program: command
-                    .first()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                program,
                 exit,
             });
         }
@@ -159,6 +186,15 @@ impl EmulatedRecording {
             trace,
             _scratch: scratch,
         })
+    }
+}
+
+impl EmulatedRecording {
+    /// Points the recording's paths at where it was moved to.
+    pub(crate) fn relocate(&mut self, perf_data: &Path, sidecar: &Path) {
+        self.conversion.perf_data = perf_data.to_path_buf();
+        self.conversion.sidecar = sidecar.to_path_buf();
+        self.trace = trace_path(perf_data);
     }
 }
 
