@@ -558,6 +558,10 @@ mod tests {
         d
     }
 
+    fn mkfifo(p: &Path) {
+        assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+    }
+
     #[test]
     fn an_output_that_is_an_input_under_any_name_is_refused() {
         let d = scratch("guard");
@@ -590,11 +594,7 @@ mod tests {
         let e = read_bounded(&d, 10).unwrap_err();
         assert!(e.to_string().contains("a directory"), "{e}");
         let fifo = d.join("fifo");
-        assert!(Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&fifo);
         let e = read_bounded(&fifo, 10).unwrap_err();
         assert!(e.to_string().contains("FIFO"), "{e}");
         std::fs::write(d.join("big"), [b'x'; 11]).unwrap();
@@ -650,11 +650,7 @@ mod tests {
             "refusing to write /dev/null: it is a character device; choose a regular file path"
         );
         let fifo = d.join("fifo");
-        assert!(Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success());
+        mkfifo(&fifo);
         assert!(output_target(&fifo)
             .unwrap_err()
             .to_string()
