@@ -396,10 +396,11 @@ impl StagedRecording {
 
     /// Keeps what a cut-short run wrote as `NAME.partial` (and its companions likewise,
     /// `NAME.partial.spelunk.json`), never replacing a file: `NAME.partial.N` when that
-    /// exists. Returns where the recording went, or `None` when the run wrote none.
+    /// exists. Returns where the recording went (its first member kept: the sidecar of a run
+    /// that writes no perf.data), or `None` when the run wrote none.
     pub fn keep_partial(mut self, companions: &[&Path]) -> io::Result<Option<PathBuf>> {
         self.installed = true;
-        if !self.staged.exists() {
+        if !self.staged.exists() && !companions.iter().any(|c| self.companion(c).exists()) {
             self.remove_staged(companions);
             return Ok(None);
         }
@@ -416,13 +417,15 @@ impl StagedRecording {
                 moves.push(renamed(&self.companion(c), suffix));
             }
         }
-        for (from, to) in &moves {
+        let mut kept = None;
+        for (from, to) in moves {
             if from.exists() && !to.exists() {
-                std::fs::rename(from, to)?;
+                std::fs::rename(&from, &to)?;
+                kept = kept.or(Some(to));
             }
         }
         self.remove_staged(companions);
-        Ok(Some(partial))
+        Ok(kept)
     }
 
     fn remove_staged(&self, companions: &[&Path]) {

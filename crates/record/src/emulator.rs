@@ -390,15 +390,14 @@ pub fn run(
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
         .process_group(0);
-    let signals = crate::interrupt::Catch::install();
+    let mut stopper = crate::interrupt::Stopper::catch();
     let mut child = cmd.spawn().map_err(|source| EmulatorError::Spawn {
         what: install.valgrind.display().to_string(),
         source,
     })?;
     let pgid = child.id() as i32;
+    stopper.aim(pgid, true);
     let terminal = crate::interrupt::Foreground::give(pgid);
-    let mut interrupted = None;
-    let mut stop_sent: Option<std::time::Instant> = None;
     let status = loop {
         match child.try_wait() {
             Ok(Some(s)) => break s,
@@ -412,29 +411,11 @@ pub fn run(
                 });
             }
         }
-        if interrupted.is_none() {
-            interrupted = signals.received();
-        }
-        if interrupted.is_some() {
-            match stop_sent {
-                None => {
-                    crate::interrupt::kill_group(pgid, libc::SIGTERM);
-                    stop_sent = Some(std::time::Instant::now());
-                }
-                Some(t) if t.elapsed() > STOP_GRACE => {
-                    crate::interrupt::kill_group(pgid, libc::SIGKILL)
-                }
-                Some(_) => {}
-            }
-        }
+        stopper.poll();
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
-    if interrupted.is_some() {
-        // Whatever else of the group outlived its leader.
-        crate::interrupt::kill_group(pgid, libc::SIGKILL);
-    }
+    let interrupted = stopper.finish();
     drop(terminal);
-    drop(signals);
     let valgrind_log = spelunk_fsio::read_to_string_bounded(&log, 64 << 20).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     Ok(EmulatedRun {

@@ -157,7 +157,7 @@ pub enum RecordFlowError {
     /// spelunk got SIGINT or SIGTERM while the program ran: it was stopped, and what was
     /// recorded is kept (`kept`) when there was anything.
     #[error(
-        "interrupted by {}: stopped {program} (and everything it started); {}",
+        "interrupted by {}: stopped {program}; {}",
         crate::interrupt::signal_name(*.signal),
         match kept {
             Some(p) => format!("kept what was recorded as {}", p.display()),
@@ -274,16 +274,19 @@ fn interrupted(
     stage: Option<spelunk_fsio::StagedRecording>,
     keep_trace: bool,
 ) -> RecordFlowError {
-    let RecordFlowError::Session(SessionError::Interrupted {
-        signal,
-        program,
-        conversion,
-    }) = e
-    else {
-        return e;
+    let (signal, program, recorded) = match e {
+        RecordFlowError::Session(SessionError::Interrupted {
+            signal,
+            program,
+            conversion,
+        }) => (signal, program, conversion.is_some()),
+        RecordFlowError::Timeline(TimelineError::Interrupted { signal, program }) => {
+            (signal, program, true)
+        }
+        e => return e,
     };
-    let kept = match (conversion, stage) {
-        (Some(_), Some(stage)) => {
+    let kept = match (recorded, stage) {
+        (true, Some(stage)) => {
             let companions = companions(stage.destination(), keep_trace);
             let refs: Vec<&Path> = companions.iter().map(PathBuf::as_path).collect();
             stage.keep_partial(&refs).ok().flatten()
@@ -710,6 +713,7 @@ pub fn record_overhead(
     let mut native = Vec::new();
     let mut timed = Vec::new();
     let mut exit_code = 0;
+    let mut last = None;
     for i in 1..=runs {
         let (run, status) = run_native(&req.command)
             .map_err(step(format!("--overhead: starting {program} natively")))?;
@@ -729,19 +733,24 @@ pub fn record_overhead(
         };
         let cpu_before = children_cpu_ns();
         // Every run records into the same private name; only the last is moved into place.
-        let mut once = match record_into(req, plan.as_ref(), stage.staged(), say) {
+        let once = match record_into(req, plan.as_ref(), stage.staged(), say) {
             Ok(r) => r,
             Err(e) => return Err(interrupted(e, Some(stage), req.keep_trace)),
         };
-        once.relocate(&req.output, &Sidecar::path_for(&req.output));
         let cpu_ns = children_cpu_ns().saturating_sub(cpu_before);
         drop(quiet);
-        recorded(&once);
         timed.push(TimedRun {
             wall_ns: once.program_wall().as_nanos() as u64,
             cpu_ns,
         });
         exit_code = once.exit_code();
+        // The last run is shown where it ends up, once moved into place; earlier ones where
+        // they were written (the private name the next run replaces).
+        if i < runs {
+            recorded(&once);
+        } else {
+            last = Some(once);
+        }
     }
     let overhead = Overhead::of(mode, native, timed);
     let sidecar_path = Sidecar::path_for(stage.staged());
@@ -752,7 +761,11 @@ pub fn record_overhead(
     sidecar.write(&sidecar_path).map_err(step::<SidecarError>(
         "--overhead: writing the timings into the sidecar",
     ))?;
-    finish(stage, req.keep_trace, exit_code, &program, say)?;
+    let (perf_data, sidecar) = finish(stage, req.keep_trace, exit_code, &program, say)?;
+    if let Some(mut once) = last {
+        once.relocate(&perf_data, &sidecar);
+        recorded(&once);
+    }
     Ok((overhead, exit_code))
 }
 

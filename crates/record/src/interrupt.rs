@@ -107,6 +107,69 @@ impl Drop for Foreground {
     }
 }
 
+/// Stops a program spelunk started when spelunk gets SIGINT or SIGTERM: [`Stopper::poll`],
+/// called while waiting for it, sends SIGTERM once the signal arrived and SIGKILL after
+/// [`crate::emulator::STOP_GRACE`] — to the process group `pid` leads when `group`, else to
+/// the process alone.
+pub struct Stopper {
+    target: i32,
+    signals: Catch,
+    interrupted: Option<i32>,
+    sent: Option<std::time::Instant>,
+}
+
+impl Stopper {
+    /// Catches the signals from now on (before the program starts, so that none is missed).
+    pub fn catch() -> Stopper {
+        Stopper {
+            target: 0,
+            signals: Catch::install(),
+            interrupted: None,
+            sent: None,
+        }
+    }
+
+    /// The program to stop: `pid` (`group`: the leader of its own process group, which is
+    /// stopped whole).
+    pub fn aim(&mut self, pid: i32, group: bool) {
+        self.target = if group { -pid } else { pid };
+    }
+
+    /// Sends what is due; returns the signal spelunk received, if any.
+    pub fn poll(&mut self) -> Option<i32> {
+        if self.interrupted.is_none() {
+            self.interrupted = self.signals.received();
+        }
+        self.interrupted?;
+        match self.sent {
+            None => {
+                self.send(libc::SIGTERM);
+                self.sent = Some(std::time::Instant::now());
+            }
+            Some(t) if t.elapsed() > crate::emulator::STOP_GRACE => self.send(libc::SIGKILL),
+            Some(_) => {}
+        }
+        self.interrupted
+    }
+
+    /// After the program ended: whatever of its group outlived it goes too.
+    pub fn finish(self) -> Option<i32> {
+        if self.interrupted.is_some() && self.target < 0 {
+            self.send(libc::SIGKILL);
+        }
+        self.interrupted
+    }
+
+    fn send(&self, sig: libc::c_int) {
+        if self.target.abs() > 1 {
+            // SAFETY: kill(2) of the program spelunk started (or its process group).
+            unsafe {
+                libc::kill(self.target, sig);
+            }
+        }
+    }
+}
+
 /// The signal's name as users know it.
 pub fn signal_name(sig: i32) -> String {
     match sig {
