@@ -1972,6 +1972,34 @@ fn export_never_leaves_its_dataset_and_never_waits_on_a_marker() {
     assert!(!run.timed_out, "export waited on a FIFO marker");
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("FIFO"), "{}", run.stderr);
+    // A recording cut in the middle exports what it has, its losses in `_run.json`.
+    let whole = std::fs::read(root.join("r.data")).unwrap();
+    write(&root.join("cut.data"), &whole[..whole.len() * 2 / 3]);
+    let run = policy_run(
+        &root,
+        "export-cut",
+        &[
+            "export",
+            "cut.data",
+            "--dataset",
+            "ds3",
+            "--host",
+            "h",
+            "--run",
+            "cut",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(root.join("ds3/host=h/run=cut/_run.json")).unwrap())
+            .unwrap();
+    let problems = meta["losses"]["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p.as_str().unwrap().contains("cut")),
+        "{meta}"
+    );
     // A page written through a link to a regular file lands at the target; the link stays.
     write(&root.join("target.html"), "old page\n");
     std::os::unix::fs::symlink("target.html", root.join("page.html")).unwrap();

@@ -331,7 +331,7 @@ fn write_partition(
         pending.clear();
         progress(table.rows());
     };
-    rec.decode(|s| {
+    let stats = rec.decode(|s| {
         pending.push(*s);
         if pending.len() == BATCH {
             flush(&mut pending, &mut table);
@@ -349,6 +349,9 @@ fn write_partition(
         "run": part.run,
         "source": source,
         "samples": n,
+        // What the recording lost (a cut file, dropped records): a partition is never taken
+        // for a complete run in silence.
+        "losses": rec.losses(&stats),
         "dataset_version": DATASET_VERSION,
         "spelunk_version": env!("CARGO_PKG_VERSION"),
         "exported_unix_s": std::time::SystemTime::now()
