@@ -51,14 +51,19 @@ impl CpuArgs {
 }
 
 /// Refuses, before any work, an output that would overwrite an input (docs/files.md): the
-/// recording, its sidecar, an imported file, the program being recorded.
+/// recording, its sidecar, an imported file, the program being recorded; and an output path
+/// that holds something spelunk does not replace (a device, FIFO, socket or directory).
 pub fn guard_outputs<'p>(
     inputs: &[&std::path::Path],
     outputs: impl IntoIterator<Item = &'p std::path::Path>,
 ) -> anyhow::Result<()> {
     let mut guard = spelunk_fsio::OutputGuard::new();
     guard.inputs(inputs.iter().copied());
-    guard.check_all(outputs)?;
+    for o in outputs {
+        guard.check(o)?;
+        // A device, FIFO, socket or directory there is refused now, not after the work.
+        spelunk_fsio::output_target(o)?;
+    }
     Ok(())
 }
 

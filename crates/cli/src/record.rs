@@ -251,14 +251,20 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         |r: &Recorded| eprint!("{}", record_text::summary(r, args.keep_trace, args.period));
     if args.overhead {
         let (overhead, code) =
-            flow::record_overhead(&req, args.runs, &mut say, &mut |r| summary(r))?;
+            match flow::record_overhead(&req, args.runs, &mut say, &mut |r| summary(r)) {
+                Ok(r) => r,
+                Err(e) => return interrupted_exit("spelunk record", e),
+            };
         eprint!(
             "{}",
             spelunk_report::overhead_text::record_summary(&overhead)
         );
         return Ok(ExitCode::from(code));
     }
-    let rec = flow::record(&req, &mut say)?;
+    let rec = match flow::record(&req, &mut say) {
+        Ok(r) => r,
+        Err(e) => return interrupted_exit("spelunk record", e),
+    };
     summary(&rec);
     if args.archive {
         let tar = spelunk_engine::archive::default_output(&args.output);
@@ -266,4 +272,16 @@ pub fn run(args: RecordArgs) -> anyhow::Result<ExitCode> {
         eprint!("{}", spelunk_report::archive_text::render(&archived));
     }
     Ok(ExitCode::from(rec.exit_code()))
+}
+
+/// An interrupted recording is said (what was kept) and exits 128+N for signal N, as shells
+/// report it; any other error goes to the usual error line.
+pub fn interrupted_exit(command: &str, e: flow::RecordFlowError) -> anyhow::Result<ExitCode> {
+    match e.exit_code() {
+        Some(code) => {
+            eprintln!("{command}: {e}");
+            Ok(ExitCode::from(code))
+        }
+        None => Err(e.into()),
+    }
 }

@@ -222,10 +222,21 @@ impl TopdownArgs {
 pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
     // --import of a perf.data reads the sidecar next to it: that is an input too.
     let import_sidecar = args.import.as_deref().map(Sidecar::path_for);
-    let inputs: Vec<&Path> = [&args.import, &import_sidecar, &args.record, &args.spec]
-        .into_iter()
-        .filter_map(|p| p.as_deref())
-        .collect();
+    // So is the program --emulate runs (its path, or the first match on PATH).
+    let program = args
+        .command
+        .first()
+        .and_then(|p| spelunk_record::flow::program_path(p.as_ref()));
+    let inputs: Vec<&Path> = [
+        &args.import,
+        &import_sidecar,
+        &args.record,
+        &args.spec,
+        &program,
+    ]
+    .into_iter()
+    .filter_map(|p| p.as_deref())
+    .collect();
     crate::common::guard_outputs(&inputs, args.output.as_deref())?;
     let req = args.request();
     if args.list {
@@ -244,7 +255,10 @@ pub fn run(args: TopdownArgs) -> anyhow::Result<ExitCode> {
             keep_trace: args.keep_trace,
             ignore_unsupported: args.ignore_unsupported,
         };
-        emulated_topdown(&req, &run, &mut |l| eprintln!("spelunk topdown: {l}"))?
+        match emulated_topdown(&req, &run, &mut |l| eprintln!("spelunk topdown: {l}")) {
+            Ok(r) => r,
+            Err(e) => return crate::record::interrupted_exit("spelunk topdown", e),
+        }
     } else {
         req.check_live()?;
         let options = req.live_options(&LiveTarget {

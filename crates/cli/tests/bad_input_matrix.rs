@@ -1170,6 +1170,115 @@ fn cases(fx: &Arc<Fixtures>, row: &Row) -> Vec<Case> {
         Reads::Program => program_classes(row.name),
     };
     v.extend(output_is_input(fx, row));
+    v.extend(output_classes(fx, row));
+    v
+}
+
+/// What can sit at an output path besides a regular file (docs/files.md "Only regular files
+/// are written"): `/dev/null`, a FIFO, a directory, a link to nothing, a link to a FIFO — each
+/// refused before anything is written, naming what is there — and a link to a regular file,
+/// written at its target (outside the cell directory, so the cell's own files, the link
+/// included, must stay as they were).
+fn output_classes(fx: &Arc<Fixtures>, row: &Row) -> Vec<Case> {
+    let Writes::File(name) = row.writes else {
+        return Vec::new();
+    };
+    let mut v: Vec<Case> = Vec::new();
+    let make_input = move |d: &Path, fx: &Fixtures, reads: Reads| -> String {
+        match reads {
+            Reads::Program => {
+                write(&d.join("prog"), "#!/bin/sh\nexit 0\n");
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(d.join("prog"), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+                "./prog".into()
+            }
+            _ => {
+                write(&d.join("r.data"), &fx.good);
+                write(
+                    &d.join("r.data.spelunk.json"),
+                    serde_json::to_vec(&fx.small_sidecar).unwrap(),
+                );
+                "r.data".into()
+            }
+        }
+    };
+    type Place = fn(&Path, &str) -> String;
+    let classes: Vec<(&str, Place, &[&'static str])> = vec![
+        (
+            "out=/dev/null",
+            |_, _| "/dev/null".into(),
+            &["a character device"],
+        ),
+        (
+            "out=fifo",
+            |d, name| {
+                mkfifo(&d.join(name));
+                name.into()
+            },
+            &["a fifo"],
+        ),
+        (
+            "out=dir",
+            |d, name| {
+                std::fs::create_dir(d.join(name)).unwrap();
+                name.into()
+            },
+            &["a directory"],
+        ),
+        (
+            "out=link-to-nothing",
+            |d, name| {
+                std::os::unix::fs::symlink("nothing-here", d.join(name)).unwrap();
+                name.into()
+            },
+            &["a symbolic link to nothing"],
+        ),
+        (
+            "out=link-to-fifo",
+            |d, name| {
+                mkfifo(&d.join("fifo"));
+                std::os::unix::fs::symlink("fifo", d.join(name)).unwrap();
+                name.into()
+            },
+            &["a symbolic link to a fifo"],
+        ),
+    ];
+    for (class, place, words) in classes {
+        let fx = fx.clone();
+        let reads = row.reads;
+        v.push(Case {
+            class: class.to_string(),
+            make: Box::new(move |d| {
+                let input = make_input(d, &fx, reads);
+                let out = place(d, name);
+                Setup {
+                    input,
+                    out: Some(out.clone()),
+                    extra: vec![],
+                    expect: refuse(words, Some(&out)),
+                }
+            }),
+        });
+    }
+    if row.reads == Reads::Recording {
+        let fx = fx.clone();
+        v.push(Case {
+            class: "out=link-to-file".to_string(),
+            make: Box::new(move |d| {
+                let input = make_input(d, &fx, Reads::Recording);
+                let target = d.with_extension("target");
+                write(&target, "the previous page\n");
+                std::os::unix::fs::symlink(&target, d.join(name)).unwrap();
+                Setup {
+                    input,
+                    out: Some(name.to_string()),
+                    extra: vec![],
+                    expect: Expect::Succeed,
+                }
+            }),
+        });
+    }
     v
 }
 
@@ -1237,13 +1346,14 @@ struct Run {
     stderr: String,
 }
 
-fn run_limited(dir: &Path, log: &Path, args: &[String]) -> Run {
+fn run_limited(dir: &Path, log: &Path, args: &[String], envs: &[(&str, &Path)]) -> Run {
     let out_path = log.with_extension("out");
     let err_path = log.with_extension("err");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_spelunk"));
     cmd.current_dir(dir)
         .args(args)
         .env("NO_COLOR", "1")
+        .envs(envs.iter().copied())
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out_path).unwrap())
         .stderr(std::fs::File::create(&err_path).unwrap());
@@ -1505,7 +1615,7 @@ fn run_cell(root: &Path, fx: &Fixtures, rows: &[Row], index: usize, r: usize, ca
     }
     let before = snapshot(&dir);
     let elf_before = std::fs::metadata(&fx.elf).map(|m| (m.len(), m.mtime_nsec(), m.mtime()));
-    let run = run_limited(&dir, &root.join("logs").join(&name), &args);
+    let run = run_limited(&dir, &root.join("logs").join(&name), &args, &[]);
     let mut verdict = judge(row, &setup, &dir, &out, &run);
     let after = snapshot(&dir);
     let changed: Vec<String> = before
@@ -1627,4 +1737,409 @@ fn every_command_survives_every_class_of_bad_input() {
         panic!("{msg}");
     }
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A cell of the recording-policy tests: spelunk run in `dir` under the matrix's limits.
+fn policy_run(dir: &Path, name: &str, args: &[&str], lib: Option<&Path>) -> Run {
+    let logs = dir.join("..").join(format!("{name}.log"));
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let envs: Vec<(&str, &Path)> = lib
+        .map(|l| ("SPELUNK_EMULATOR_LIB", l))
+        .into_iter()
+        .collect();
+    run_limited(dir, &logs, &args, &envs)
+}
+
+fn policy_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("spelunk-policy-{}", std::process::id()));
+    let d = d.join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// An existing recording pair `NAME` + `NAME.spelunk.json` with recognisable bytes.
+fn previous_pair(dir: &Path, name: &str) -> (Fingerprint, Fingerprint) {
+    write(&dir.join(name), format!("the previous {name}\n"));
+    write(
+        &dir.join(format!("{name}.spelunk.json")),
+        format!("{{\"previous\": \"{name}\"}}\n"),
+    );
+    (
+        fingerprint(&dir.join(name)).unwrap(),
+        fingerprint(&dir.join(format!("{name}.spelunk.json"))).unwrap(),
+    )
+}
+
+fn exec_script(p: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    write(p, format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The emulator's VALGRIND_LIB directory, when built (else the emulated cells are skipped).
+fn emulator_lib() -> Option<PathBuf> {
+    let arch = if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "amd64"
+    };
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../emulator/build/lib");
+    if lib.join(format!("spelunk-{arch}-linux")).exists() {
+        return Some(lib);
+    }
+    if std::env::var_os("SPELUNK_REQUIRE_EMULATOR").is_some() {
+        panic!("emulator not built: run emulator/build.sh");
+    }
+    eprintln!("skipped the emulated cells: emulator not built (run emulator/build.sh)");
+    None
+}
+
+/// Existing recordings under every recording command that can run here: a run that succeeds
+/// keeps the previous pair as `FILE.old` byte for byte and says so once; a run whose program
+/// fails (exit 3) leaves the previous pair untouched and keeps its own as `FILE.partial`; an
+/// unrelated `FILE.emutrace` / `FILE.valgrind.log` survives a run without `--keep-trace`.
+#[test]
+fn recordings_keep_the_previous_pair_and_failed_runs_touch_nothing() {
+    let emulated = emulator_lib();
+    let mut commands: Vec<(&str, Vec<&str>)> = vec![
+        ("no-spe", vec!["record", "--no-spe"]),
+        (
+            "no-spe-overhead",
+            vec!["record", "--no-spe", "--overhead", "--runs", "1"],
+        ),
+    ];
+    if emulated.is_some() {
+        commands.push(("emulate", vec!["record", "--emulate"]));
+        commands.push((
+            "emulate-overhead",
+            vec!["record", "--emulate", "--overhead", "--runs", "1"],
+        ));
+        commands.push(("topdown", vec!["topdown", "--emulate", "--record"]));
+    }
+    let mut failures = Vec::new();
+    for (name, head) in &commands {
+        for (outcome, body, want_code) in [("ok", "exit 0", 0), ("fails", "exit 3", 3)] {
+            let dir = policy_dir(&format!("{name}-{outcome}"));
+            exec_script(&dir.join("prog"), body);
+            let (data, side) = previous_pair(&dir, "r.data");
+            write(&dir.join("r.data.emutrace"), "an unrelated trace\n");
+            write(&dir.join("r.data.valgrind.log"), "an unrelated log\n");
+            let unrelated = [
+                fingerprint(&dir.join("r.data.emutrace")),
+                fingerprint(&dir.join("r.data.valgrind.log")),
+            ];
+            let mut args = head.clone();
+            if *name == "topdown" {
+                args.extend(["r.data", "--", "./prog"]);
+            } else {
+                args.extend(["-o", "r.data", "--", "./prog"]);
+            }
+            let run = policy_run(
+                &dir,
+                &format!("{name}-{outcome}"),
+                &args,
+                emulated.as_deref(),
+            );
+            let cell = format!("{name} / {outcome}: spelunk {}", args.join(" "));
+            let mut problems = Vec::new();
+            if run.code != Some(want_code) {
+                problems.push(format!("exit {:?}, want {want_code}", run.code));
+            }
+            let unrelated_after = [
+                fingerprint(&dir.join("r.data.emutrace")),
+                fingerprint(&dir.join("r.data.valgrind.log")),
+            ];
+            if unrelated_after != unrelated {
+                problems.push("an unrelated FILE.emutrace / FILE.valgrind.log changed".into());
+            }
+            let said = run
+                .stderr
+                .matches("kept the previous recording as r.data.old")
+                .count();
+            if outcome == "ok" {
+                if fingerprint(&dir.join("r.data.old")).as_ref() != Some(&data)
+                    || fingerprint(&dir.join("r.data.spelunk.json.old")).as_ref() != Some(&side)
+                {
+                    problems.push("the previous pair is not r.data.old, byte for byte".into());
+                }
+                if said != 1 {
+                    problems.push(format!("said {said} time(s) that r.data.old was kept"));
+                }
+                if !dir.join("r.data.spelunk.json").is_file() {
+                    problems.push("no new sidecar".into());
+                }
+            } else {
+                if fingerprint(&dir.join("r.data")).as_ref() != Some(&data)
+                    || fingerprint(&dir.join("r.data.spelunk.json")).as_ref() != Some(&side)
+                {
+                    problems.push("a failed run changed the previous pair".into());
+                }
+                if dir.join("r.data.old").exists() {
+                    problems.push("a failed run made r.data.old".into());
+                }
+                if !run.stderr.contains("left as it was") || !run.stderr.contains("r.data.partial")
+                {
+                    problems.push("the failed run's note is missing".into());
+                }
+            }
+            let stray = hidden_files(&dir);
+            if !stray.is_empty() {
+                problems.push(format!("temporary files left: {stray:?}"));
+            }
+            if problems.is_empty() {
+                let _ = std::fs::remove_dir_all(&dir);
+            } else {
+                failures.push(format!(
+                    "{cell}: {}\n      {}",
+                    problems.join("; "),
+                    first_lines(&run.stderr)
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// export writes only inside the dataset it was given: a `host=` partition planted as a link
+/// elsewhere is refused with nothing written there, and a FIFO marker is refused, not waited
+/// on.
+#[test]
+fn export_never_leaves_its_dataset_and_never_waits_on_a_marker() {
+    let root = policy_dir("export");
+    spelunk_testkit::SynthRecording {
+        cpus: 1,
+        records_per_cpu: 50,
+        chunk_bytes: 2048,
+        ..Default::default()
+    }
+    .write(&root.join("r.data"))
+    .unwrap();
+    // A partition directory that is a link out of the dataset.
+    std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+    std::fs::create_dir_all(root.join("ds")).unwrap();
+    std::os::unix::fs::symlink("../elsewhere", root.join("ds/host=evil")).unwrap();
+    let before = snapshot(&root.join("elsewhere"));
+    let run = policy_run(
+        &root,
+        "export-link",
+        &[
+            "export",
+            "r.data",
+            "--dataset",
+            "ds",
+            "--host",
+            "evil",
+            "--run",
+            "1",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("symbolic link") && run.stderr.contains("host=evil"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(&root.join("elsewhere")), before);
+    assert!(snapshot(&root.join("elsewhere")).is_empty());
+    // A FIFO marker: refused at once.
+    std::fs::create_dir_all(root.join("ds2")).unwrap();
+    let marker = std::fs::read_dir(root.join("ds"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|n| !n.to_string_lossy().starts_with("host="))
+        .expect("the dataset marker");
+    mkfifo(&root.join("ds2").join(&marker));
+    let run = policy_run(
+        &root,
+        "export-fifo",
+        &[
+            "export",
+            "r.data",
+            "--dataset",
+            "ds2",
+            "--host",
+            "h",
+            "--run",
+            "1",
+            "-q",
+        ],
+        None,
+    );
+    assert!(!run.timed_out, "export waited on a FIFO marker");
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(run.stderr.contains("FIFO"), "{}", run.stderr);
+    // A recording cut in the middle exports what it has, its losses in `_run.json`.
+    let whole = std::fs::read(root.join("r.data")).unwrap();
+    write(&root.join("cut.data"), &whole[..whole.len() * 2 / 3]);
+    let run = policy_run(
+        &root,
+        "export-cut",
+        &[
+            "export",
+            "cut.data",
+            "--dataset",
+            "ds3",
+            "--host",
+            "h",
+            "--run",
+            "cut",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(root.join("ds3/host=h/run=cut/_run.json")).unwrap())
+            .unwrap();
+    let problems = meta["losses"]["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p.as_str().unwrap().contains("cut")),
+        "{meta}"
+    );
+    // A page written through a link to a regular file lands at the target; the link stays.
+    write(&root.join("target.html"), "old page\n");
+    std::os::unix::fs::symlink("target.html", root.join("page.html")).unwrap();
+    let run = policy_run(
+        &root,
+        "html-link",
+        &["report", "r.data", "--html", "page.html"],
+        None,
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(std::fs::symlink_metadata(root.join("page.html"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(root.join("target.html"))
+        .unwrap()
+        .contains("<html"));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// SIGINT to spelunk while `record --emulate` runs a long loop: the program and Valgrind are
+/// stopped (no process left), what was recorded is kept as FILE.partial and said, spelunk
+/// exits 130, and no temporary file stays (the private trace, its per-process files, vgdb
+/// pipes).
+#[test]
+fn sigint_mid_record_stops_the_program_and_keeps_the_partial_recording() {
+    let Some(lib) = emulator_lib() else {
+        return;
+    };
+    let dir = policy_dir("sigint");
+    exec_script(
+        &dir.join("loop"),
+        "i=0; while [ $i -lt 100000000 ]; do i=$((i+1)); done",
+    );
+    let vgdb_before = vgdb_pipes();
+    let child = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .current_dir(&dir)
+        .env("SPELUNK_EMULATOR_LIB", &lib)
+        .args(["record", "--emulate", "-o", "s.data", "--", "./loop"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let spelunk_pid = child.id() as i32;
+    // The recording has started when the run's private trace exists.
+    let started = Instant::now();
+    let recording = || {
+        std::fs::read_dir(&dir).unwrap().flatten().any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with(".s.data.") && n.ends_with(".emutrace")
+        })
+    };
+    while !recording() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the recording did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let children = children_of(spelunk_pid);
+    assert!(!children.is_empty(), "no child process under spelunk");
+    // SAFETY: signalling the process this test started.
+    assert_eq!(unsafe { libc::kill(spelunk_pid, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted by SIGINT")
+            && err.contains("kept what was recorded as s.data.partial"),
+        "{err}"
+    );
+    for pid in &children {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "process {pid} outlived spelunk"
+        );
+    }
+    assert!(dir.join("s.data.partial").is_file(), "{err}");
+    assert!(dir.join("s.data.partial.spelunk.json").is_file(), "{err}");
+    assert!(!dir.join("s.data").exists());
+    let stray = hidden_files(&dir);
+    assert!(stray.is_empty(), "temporary files left: {stray:?}");
+    assert_eq!(vgdb_pipes(), vgdb_before, "vgdb pipes left in the temp dir");
+    let report = Command::new(env!("CARGO_BIN_EXE_spelunk"))
+        .current_dir(&dir)
+        .args(["report", "s.data.partial"])
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "the partial recording reads: {}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The hidden files in `dir`: a recording's private names (`.FILE.PID.N.rec...`) and
+/// `.part` files, which must not outlive a run.
+fn hidden_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect()
+}
+
+/// The processes whose parent is `pid` (from /proc).
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: the comm may hold spaces, so split after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|s| s.parse::<i32>().ok());
+        if ppid == Some(pid) {
+            v.push(p);
+        }
+    }
+    v
+}
+
+fn vgdb_pipes() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(std::env::temp_dir())
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("vgdb-pipe"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
 }

@@ -99,6 +99,9 @@ fn recordings_append_as_partitions_that_match_the_report_and_are_never_overwritt
         serde_json::from_slice(&std::fs::read(pb.join("_run.json")).unwrap()).unwrap();
     assert_eq!(run["host"], "graviton 7/b");
     assert_eq!(run["samples"], 2000);
+    // a whole recording lost nothing
+    assert_eq!(run["losses"]["incomplete_records"], 0);
+    assert_eq!(run["losses"]["problems"], serde_json::json!([]));
 
     // grouped by function, the rows give the report's hotspots
     let o = spelunk(&["report", a.to_str().unwrap(), "--json", "--limit", "100000"]);

@@ -343,19 +343,22 @@ fn stdin_and_a_signal_exit_pass_through() {
 #[test]
 fn clear_errors_around_no_spe() {
     let dir = Scratch::new("timelines-errors");
-    // An existing perf.data would be paired with a sidecar that does not describe it.
+    // An existing perf.data is kept as old.data.old (a pair with its sidecar, perf record's
+    // convention), so the new sidecar never sits next to a recording it does not describe.
     std::fs::write(dir.join("old.data"), b"x").unwrap();
     let o = spelunk(
         &["record", "--no-spe", "-o", "old.data", "--", "true"],
         &dir.0,
     );
-    assert!(!o.status.success());
+    assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(
-        text(&o.stderr).contains("old.data exists"),
+        text(&o.stderr).contains("kept the previous recording as old.data.old"),
         "{}",
         text(&o.stderr)
     );
-    assert!(!dir.join("old.data.spelunk.json").exists());
+    assert_eq!(std::fs::read(dir.join("old.data.old")).unwrap(), b"x");
+    assert!(!dir.join("old.data").exists());
+    assert!(dir.join("old.data.spelunk.json").exists());
     // Options of other modes.
     let o = spelunk(&["record", "--no-spe", "--emulate", "--", "true"], &dir.0);
     assert!(!o.status.success());

@@ -22,7 +22,7 @@ pub fn stale_schema_files(
         let path = dir.join(format!("{name}.schema.json"));
         let text = serde_json::to_string_pretty(schema).map_err(std::io::Error::other)? + "\n";
         if std::env::var_os("SPELUNK_BLESS").is_some() {
-            std::fs::write(&path, &text)?;
+            spelunk_fsio::write_atomic(&path, text.as_bytes())?;
         }
         if std::fs::read_to_string(&path).unwrap_or_default() != text {
             stale.push(path.display().to_string());

@@ -359,18 +359,29 @@ pub struct EmulatedRun {
     pub status: ExitStatus,
     /// Valgrind's own messages (empty when it had nothing to say).
     pub valgrind_log: String,
+    /// The signal (SIGINT, SIGTERM) spelunk received during the run: the program was stopped
+    /// (its process group ended) and its trace holds what was recorded until then.
+    pub interrupted: Option<i32>,
 }
 
 /// Runs `command` (program and arguments) under the tool, writing the trace to `trace`.
 /// Blocks until the program exits; its stdio is inherited.
+///
+/// Valgrind and the program run in a process group of their own (given the terminal when
+/// spelunk has it, so Ctrl-C and reads from the terminal reach them as before). SIGINT or
+/// SIGTERM sent to spelunk itself ends that whole group — first SIGTERM, SIGKILL after
+/// [`STOP_GRACE`] — and the run returns with [`EmulatedRun::interrupted`] set: no process is
+/// left behind. Valgrind's gdbserver is off (`--vgdb=no`), so no `vgdb-pipe-*` files appear.
 pub fn run(
     install: &EmulatorInstall,
     options: &EmulatorOptions,
     trace: &Path,
     command: &[OsString],
 ) -> Result<EmulatedRun, EmulatorError> {
+    use std::os::unix::process::CommandExt;
+    // The log is named from the trace, which is private to this run: no file of the user's
+    // is removed.
     let log = trace.with_extension("valgrind.log");
-    let _ = std::fs::remove_file(&log);
     let mut log_opt = OsString::from("--log-file=");
     log_opt.push(log.as_os_str());
     let mut cmd = Command::new(&install.valgrind);
@@ -378,29 +389,57 @@ pub fn run(
         .arg("--tool=spelunk")
         .arg("-q")
         .arg("--fair-sched=yes")
+        .arg("--vgdb=no")
         .arg(log_opt)
         .args(options.tool_args(trace))
         .args(command)
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::inherit())
+        .process_group(0);
     if let Some(dir) = &options.cwd {
         cmd.current_dir(dir);
     }
     if options.stdout_to_stderr {
         cmd.stdout(std::io::stderr());
     }
-    let status = cmd.status().map_err(|source| EmulatorError::Spawn {
+    let mut stopper = crate::interrupt::Stopper::catch();
+    let mut child = cmd.spawn().map_err(|source| EmulatorError::Spawn {
         what: install.valgrind.display().to_string(),
         source,
     })?;
-    let valgrind_log = std::fs::read_to_string(&log).unwrap_or_default();
+    let pgid = child.id() as i32;
+    stopper.aim(pgid, true);
+    let terminal = crate::interrupt::Foreground::give(pgid);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) => {}
+            Err(source) => {
+                crate::interrupt::kill_group(pgid, libc::SIGKILL);
+                let _ = child.wait();
+                return Err(EmulatorError::Io {
+                    path: install.valgrind.clone(),
+                    source,
+                });
+            }
+        }
+        stopper.poll();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let interrupted = stopper.finish();
+    drop(terminal);
+    let valgrind_log = spelunk_fsio::read_to_string_bounded(&log, 64 << 20).unwrap_or_default();
     let _ = std::fs::remove_file(&log);
     Ok(EmulatedRun {
         status,
         valgrind_log,
+        interrupted,
     })
 }
+
+/// How long an interrupted run's process group has to end after SIGTERM before SIGKILL.
+pub const STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {

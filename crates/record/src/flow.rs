@@ -104,6 +104,21 @@ impl Recorded {
         }
     }
 
+    /// Points the recording's paths at where it was moved (it was written under a private
+    /// name, see [`finish`]).
+    fn relocate(&mut self, perf_data: &Path, sidecar: &Path) {
+        match self {
+            Recorded::Emulated(r) => r.relocate(perf_data, sidecar),
+            Recorded::Hardware { recording, .. } => {
+                recording.perf_data = perf_data.to_path_buf();
+                recording.sidecar = sidecar.to_path_buf();
+            }
+            Recorded::Timelines { recording, .. } => {
+                recording.sidecar_path = sidecar.to_path_buf();
+            }
+        }
+    }
+
     /// From starting the program to its end (the emulated run without the trace's
     /// conversion; for the hardware and timelines recorders, their whole session).
     pub fn program_wall(&self) -> Duration {
@@ -139,6 +154,32 @@ pub enum RecordFlowError {
     Timeline(#[from] TimelineError),
     #[error(transparent)]
     Sidecar(#[from] SidecarError),
+    /// spelunk got SIGINT or SIGTERM while the program ran: it was stopped, and what was
+    /// recorded is kept (`kept`) when there was anything.
+    #[error(
+        "interrupted by {}: stopped {program}; {}",
+        crate::interrupt::signal_name(*.signal),
+        match kept {
+            Some(p) => format!("kept what was recorded as {}", p.display()),
+            None => "nothing was recorded".to_string(),
+        }
+    )]
+    Interrupted {
+        signal: i32,
+        program: String,
+        kept: Option<PathBuf>,
+    },
+}
+
+impl RecordFlowError {
+    /// The exit code a front end passes on for this error: 128+N for an interrupt by signal N
+    /// (as shells report it), else `None` (an ordinary failure).
+    pub fn exit_code(&self) -> Option<u8> {
+        match self {
+            RecordFlowError::Interrupted { signal, .. } => Some((128 + signal).min(255) as u8),
+            _ => None,
+        }
+    }
 }
 
 type Result<T> = std::result::Result<T, RecordFlowError>;
@@ -159,18 +200,147 @@ fn step<E: std::error::Error + Send + Sync + 'static>(
 
 /// Records once with the request's recorder. `say` gets the progress lines (`running ...`,
 /// `note: ...`, `warning: ...`, `valgrind: ...`) as they happen.
+///
+/// The recording is written under a private name next to `req.output` and moved into place
+/// only when the run succeeded, the previous one (and its sidecar) kept as `FILE.old`
+/// ([`finish`], docs/files.md).
 pub fn record(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Recorded> {
+    let stage = stage_output(&req.output)?;
+    let mut rec = match record_into(req, None, stage.staged(), say) {
+        Ok(rec) => rec,
+        Err(e) => return Err(interrupted(e, Some(stage), req.keep_trace)),
+    };
+    let program = req
+        .command
+        .first()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (perf_data, sidecar) = finish(stage, req.keep_trace, rec.exit_code(), &program, say)?;
+    rec.relocate(&perf_data, &sidecar);
+    Ok(rec)
+}
+
+/// Records once with the request's recorder into `out` (emulated runs with `plan` when one
+/// was made).
+fn record_into(
+    req: &RecordRequest,
+    plan: Option<&EmulatedPlan>,
+    out: &Path,
+    say: &mut dyn FnMut(&str),
+) -> Result<Recorded> {
     match req.recorder {
-        Recorder::TimelinesOnly => record_timelines(req, say),
+        Recorder::TimelinesOnly => record_timelines(req, out, say),
         Recorder::Hardware => {
             let event_filter = check_sampling_options(req)?;
-            record_hardware(req, event_filter, say)
+            record_hardware(req, event_filter, out, say)
         }
-        Recorder::Emulated => {
-            let plan = plan_emulated(req, say)?;
-            record_emulated(req, &plan, say)
-        }
+        Recorder::Emulated => match plan {
+            Some(plan) => record_emulated(req, plan, out, say),
+            None => {
+                let plan = plan_emulated(req, say)?;
+                record_emulated(req, &plan, out, say)
+            }
+        },
     }
+}
+
+/// Plans the recording of `output` under a private name: refuses at once an output path that
+/// holds no regular file (a device, FIFO, socket, directory, or a link to one).
+fn stage_output(output: &Path) -> Result<spelunk_fsio::StagedRecording> {
+    spelunk_fsio::StagedRecording::new(output).map_err(|e| {
+        let m = e.to_string();
+        if m.starts_with("refusing") {
+            RecordFlowError::Options(m)
+        } else {
+            step::<std::io::Error>(format!("-o {}", output.display()))(e)
+        }
+    })
+}
+
+/// The companions of a recording at `perf_data`: its sidecar, and the emulator's trace when
+/// kept.
+fn companions(perf_data: &Path, keep_trace: bool) -> Vec<PathBuf> {
+    let mut c = vec![Sidecar::path_for(perf_data)];
+    if keep_trace {
+        c.push(session::trace_path(perf_data));
+    }
+    c
+}
+
+/// Turns an interrupted run's error into the one to show, keeping what it recorded as
+/// `FILE.partial`; other errors pass (the staged files go with `stage`).
+fn interrupted(
+    e: RecordFlowError,
+    stage: Option<spelunk_fsio::StagedRecording>,
+    keep_trace: bool,
+) -> RecordFlowError {
+    let (signal, program, recorded) = match e {
+        RecordFlowError::Session(SessionError::Interrupted {
+            signal,
+            program,
+            conversion,
+        }) => (signal, program, conversion.is_some()),
+        RecordFlowError::Timeline(TimelineError::Interrupted { signal, program }) => {
+            (signal, program, true)
+        }
+        e => return e,
+    };
+    let kept = match (recorded, stage) {
+        (true, Some(stage)) => {
+            let companions = companions(stage.destination(), keep_trace);
+            let refs: Vec<&Path> = companions.iter().map(PathBuf::as_path).collect();
+            stage.keep_partial(&refs).ok().flatten()
+        }
+        _ => None,
+    };
+    RecordFlowError::Interrupted {
+        signal,
+        program,
+        kept,
+    }
+}
+
+/// Moves a finished recording into place (`perf record`'s convention): the previous one and
+/// its sidecar become `FILE.old` (said once). A run whose program failed does not replace an
+/// existing recording: it is kept as `FILE.partial` and the previous one is left as it was.
+/// Returns where the perf.data and the sidecar are.
+fn finish(
+    stage: spelunk_fsio::StagedRecording,
+    keep_trace: bool,
+    exit_code: u8,
+    program: &str,
+    say: &mut dyn FnMut(&str),
+) -> Result<(PathBuf, PathBuf)> {
+    let dest = stage.destination().to_path_buf();
+    let companions = companions(&dest, keep_trace);
+    let refs: Vec<&Path> = companions.iter().map(PathBuf::as_path).collect();
+    let previous = refs.iter().take(2).any(|p| p.exists()) || dest.exists();
+    if exit_code != 0 && previous {
+        let kept = stage
+            .keep_partial(&refs)
+            .map_err(step(format!(
+                "keeping the recording next to {}",
+                dest.display()
+            )))?
+            .unwrap_or_else(|| spelunk_fsio::partial_path(&dest));
+        say(&format!(
+            "note: {program} failed (exit code {exit_code}): the previous recording {} is left \
+             as it was; this run's recording is kept as {}",
+            dest.display(),
+            kept.display()
+        ));
+        let sidecar = Sidecar::path_for(&kept);
+        return Ok((kept, sidecar));
+    }
+    let old = stage.install(&refs).map_err(step(format!(
+        "moving the recording into place as {}",
+        dest.display()
+    )))?;
+    if let Some(old) = old {
+        say(&format!("kept the previous recording as {}", old.display()));
+    }
+    let sidecar = Sidecar::path_for(&dest);
+    Ok((dest, sidecar))
 }
 
 /// An emulated recording ready to run: every check that needs no run done (the options, the
@@ -203,7 +373,7 @@ fn plan_emulated(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Emula
     };
     let trace = session::trace_path(&req.output);
     let sidecar = Sidecar::path_for(&req.output);
-    guard_program(req, &[&req.output, &sidecar, &trace])?;
+    guard_program(&req.command, &[&req.output, &sidecar, &trace])?;
     // Where the output goes is checked before the program runs (minutes under the emulator).
     check_output_dir(&req.output)?;
     if req.output.is_dir() {
@@ -230,6 +400,7 @@ fn plan_emulated(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Emula
 fn record_emulated(
     req: &RecordRequest,
     plan: &EmulatedPlan,
+    out: &Path,
     say: &mut dyn FnMut(&str),
 ) -> Result<Recorded> {
     let program = req.command[0].to_string_lossy().into_owned();
@@ -239,7 +410,7 @@ fn record_emulated(
         plan.options.machine.describe()
     ));
     let output = Output::At {
-        perf_data: req.output.clone(),
+        perf_data: out.to_path_buf(),
         keep_trace: req.keep_trace,
     };
     let mut valgrind_lines = Vec::new();
@@ -297,9 +468,9 @@ fn check_sampling_options(req: &RecordRequest) -> Result<u64> {
 }
 
 /// Refuses an output that would overwrite the program being recorded (docs/files.md).
-fn guard_program(req: &RecordRequest, outputs: &[&Path]) -> Result<()> {
+fn guard_program(command: &[OsString], outputs: &[&Path]) -> Result<()> {
     let mut guard = spelunk_fsio::OutputGuard::new();
-    guard.inputs(req.command.first().and_then(|p| program_path(p)).as_deref());
+    guard.inputs(command.first().and_then(|p| program_path(p)).as_deref());
     guard.check_all(outputs.iter().copied())?;
     Ok(())
 }
@@ -337,6 +508,7 @@ fn command_strings(req: &RecordRequest) -> Vec<String> {
 fn record_hardware(
     req: &RecordRequest,
     event_filter: u64,
+    out: &Path,
     say: &mut dyn FnMut(&str),
 ) -> Result<Recorded> {
     if !req.emulator_opts.is_empty()
@@ -366,7 +538,8 @@ fn record_hardware(
     };
     let command = command_strings(req);
     let sidecar = Sidecar::path_for(&req.output);
-    guard_program(req, &[&req.output, &sidecar])?;
+    guard_program(&req.command, &[&req.output, &sidecar])?;
+    check_output_dir(&req.output)?;
     let runtime = runtime_for(req, &command, say);
     let (_, interval_ns) = capacity_interval_ns(req)?;
     let timelines = Some(hardware::HardwareTimelines {
@@ -411,7 +584,7 @@ fn record_hardware(
     };
     say(&format!("recording {what} with hardware SPE"));
     let started = Instant::now();
-    let recording = hardware::record(&options, &command, &req.output, &req.cmdline)?;
+    let recording = hardware::record(&options, &command, out, &req.output, &req.cmdline)?;
     let wall = started.elapsed();
     for d in &recording.dropped {
         say(&format!("note: {d}"));
@@ -459,23 +632,21 @@ pub fn program_path(argv0: &OsStr) -> Option<PathBuf> {
 
 /// `--no-spe`: the timelines alone (resident memory and PMU counters of the command's process
 /// tree over time), in the sidecar; no SPE, no perf.data.
-fn record_timelines(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Recorded> {
+///
+/// An existing recording at `-o` is kept as `FILE.old` like any other ([`finish`]): the new
+/// sidecar never sits next to a perf.data it does not describe.
+fn record_timelines(
+    req: &RecordRequest,
+    out: &Path,
+    say: &mut dyn FnMut(&str),
+) -> Result<Recorded> {
     let (interval_ms, interval_ns) = capacity_interval_ns(req)?;
     if req.command.is_empty() {
         return refuse("--no-spe records a command: give it after `--`".into());
     }
     let sidecar = Sidecar::path_for(&req.output);
-    if req.output.exists() {
-        return refuse(format!(
-            "{} exists: --no-spe writes no perf.data, so {} would sit next to a recording it \
-             does not describe. Remove {} or choose another -o",
-            req.output.display(),
-            sidecar.display(),
-            req.output.display()
-        ));
-    }
     check_output_dir(&req.output)?;
-    guard_program(req, &[&sidecar])?;
+    guard_program(&req.command, &[&req.output, &sidecar])?;
     let command = command_strings(req);
     let pmu = timeline::detect_counter_pmu(Path::new("/"));
     let runtime = runtime_for(req, &command, say);
@@ -496,7 +667,7 @@ fn record_timelines(req: &RecordRequest, say: &mut dyn FnMut(&str)) -> Result<Re
         &spelunk_perf::counting::LinuxPerfSys,
         &options,
         &command,
-        &sidecar,
+        &Sidecar::path_for(out),
     )?;
     for w in &recording.warnings {
         say(&format!("note: {w}"));
@@ -536,6 +707,7 @@ pub fn record_overhead(
         Recorder::Emulated => Some(plan_emulated(req, say)?),
         _ => None,
     };
+    let stage = stage_output(&req.output)?;
     let program = req.command[0].to_string_lossy().into_owned();
     say(&format!(
         "--overhead: running {program} {runs} time(s) natively and {runs} time(s) recorded ({mode}); only the last recorded run keeps its standard output"
@@ -543,6 +715,7 @@ pub fn record_overhead(
     let mut native = Vec::new();
     let mut timed = Vec::new();
     let mut exit_code = 0;
+    let mut last = None;
     for i in 1..=runs {
         let (run, status) = run_native(&req.command)
             .map_err(step(format!("--overhead: starting {program} natively")))?;
@@ -561,21 +734,28 @@ pub fn record_overhead(
             None
         };
         let cpu_before = children_cpu_ns();
-        let once = match &plan {
-            Some(plan) => record_emulated(req, plan, say)?,
-            None => record(req, say)?,
+        // Every run records into the same private name; only the last is moved into place.
+        let once = match record_into(req, plan.as_ref(), stage.staged(), say) {
+            Ok(r) => r,
+            Err(e) => return Err(interrupted(e, Some(stage), req.keep_trace)),
         };
         let cpu_ns = children_cpu_ns().saturating_sub(cpu_before);
         drop(quiet);
-        recorded(&once);
         timed.push(TimedRun {
             wall_ns: once.program_wall().as_nanos() as u64,
             cpu_ns,
         });
         exit_code = once.exit_code();
+        // The last run is shown where it ends up, once moved into place; earlier ones where
+        // they were written (the private name the next run replaces).
+        if i < runs {
+            recorded(&once);
+        } else {
+            last = Some(once);
+        }
     }
     let overhead = Overhead::of(mode, native, timed);
-    let sidecar_path = Sidecar::path_for(&req.output);
+    let sidecar_path = Sidecar::path_for(stage.staged());
     let mut sidecar = Sidecar::read(&sidecar_path).map_err(step::<SidecarError>(
         "--overhead: reading the recording's sidecar to add the timings",
     ))?;
@@ -583,6 +763,11 @@ pub fn record_overhead(
     sidecar.write(&sidecar_path).map_err(step::<SidecarError>(
         "--overhead: writing the timings into the sidecar",
     ))?;
+    let (perf_data, sidecar) = finish(stage, req.keep_trace, exit_code, &program, say)?;
+    if let Some(mut once) = last {
+        once.relocate(&perf_data, &sidecar);
+        recorded(&once);
+    }
     Ok((overhead, exit_code))
 }
 
@@ -680,22 +865,31 @@ pub fn emulated_topdown(
         extra: run.emulator_opts.clone(),
         ..EmulatorOptions::default()
     };
-    // The recording: where the user asked, else a private directory removed afterwards.
-    let output = match &run.record {
+    let command: Vec<OsString> = run.command.iter().map(OsString::from).collect();
+    // The recording: where the user asked (staged, moved into place at the end as `record`
+    // does), else a private directory removed afterwards.
+    let stage = match &run.record {
         Some(p) => {
             if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
                 if !dir.is_dir() {
                     return refuse(format!("--record {}: no such directory", p.display()));
                 }
             }
-            Output::At {
-                perf_data: p.clone(),
-                keep_trace: run.keep_trace,
-            }
+            guard_program(
+                &command,
+                &[p, &Sidecar::path_for(p), &session::trace_path(p)],
+            )?;
+            Some(stage_output(p)?)
         }
+        None => None,
+    };
+    let output = match &stage {
+        Some(stage) => Output::At {
+            perf_data: stage.staged().to_path_buf(),
+            keep_trace: run.keep_trace,
+        },
         None => Output::Scratch,
     };
-    let command: Vec<OsString> = run.command.iter().map(OsString::from).collect();
     say(&format!(
         "running {} under {} (Valgrind; expect the program to run ~100x slower than \
          natively)",
@@ -706,7 +900,11 @@ pub fn emulated_topdown(
     let rec = EmulatedRecording::run(&install, &options, output, &command, &run.cmdline, |l| {
         say(&format!("valgrind: {l}"));
         valgrind_lines.push(l.to_owned());
-    })?;
+    });
+    let mut rec = match rec {
+        Ok(rec) => rec,
+        Err(e) => return Err(interrupted(e.into(), stage, run.keep_trace)),
+    };
     unsupported::after_emulated_run(rec.exit, &valgrind_lines, &check, say);
     let conv = &rec.conversion;
     for w in &conv.warnings {
@@ -729,11 +927,14 @@ pub fn emulated_topdown(
             .notes
             .push(format!("the command exited with {}", rec.exit));
     }
-    if let Some(p) = &run.record {
+    if let Some(stage) = stage {
+        let (perf_data, sidecar) =
+            finish(stage, run.keep_trace, rec.exit.code(), &run.command[0], say)?;
+        rec.relocate(&perf_data, &sidecar);
         say(&format!(
             "kept the recording {} and {}{}",
-            p.display(),
-            conv.sidecar.display(),
+            perf_data.display(),
+            sidecar.display(),
             if run.keep_trace {
                 format!(" and {}", rec.trace.display())
             } else {
@@ -761,6 +962,7 @@ mod tests {
             recorder: Recorder::Emulated,
             period_ops: 1024,
             command: vec!["true".into()],
+            output: PathBuf::from("perf.data"),
             ..Default::default()
         };
         // PMSIRR_EL1.INTERVAL counts in units of 256 operations.

@@ -217,24 +217,6 @@ pub enum HardwareError {
     },
 }
 
-/// Where a recording cut short is kept: `OUT.partial`, or `OUT.partial.N` when that exists.
-fn partial_path(output: &Path) -> PathBuf {
-    let mut base = output.as_os_str().to_owned();
-    base.push(".partial");
-    let first = PathBuf::from(&base);
-    if !first.exists() {
-        return first;
-    }
-    (1..1000)
-        .map(|n| {
-            let mut p = base.clone();
-            p.push(format!(".{n}"));
-            PathBuf::from(p)
-        })
-        .find(|p| !p.exists())
-        .unwrap_or(first)
-}
-
 /// The SPE PMU to record with, or an error that says why there is none.
 pub fn choose_pmu(sysfs: &Path, name: Option<&str>) -> Result<SpePmu, HardwareError> {
     let pmus = spelunk_perf::spe_pmu::spe_pmus(&sysfs.join("bus/event_source/devices"))?;
@@ -848,11 +830,15 @@ fn drain(
 }
 
 /// Records `command` (or, with `system_wide` and no command, every task until Ctrl-C) into
-/// `output` and its sidecar. `cmdline` is spelunk's own command line, for the header.
+/// `output` and its sidecar. `cmdline` is spelunk's own command line, for the header. A
+/// recording cut short (a full disk) is kept as `partial_of.partial` (spelunk_fsio's
+/// `partial_path`): `partial_of` is where the recording was to go in the end, `output` may be
+/// a private name it is staged under.
 pub fn record(
     o: &HardwareOptions,
     command: &[String],
     output: &Path,
+    partial_of: &Path,
     cmdline: &[String],
 ) -> Result<HardwareRecording, HardwareError> {
     let pmu = choose_pmu(&o.sysfs, o.pmu.as_deref())?;
@@ -1177,7 +1163,7 @@ pub fn record(
             if let Some(d) = &runtime_dir {
                 let _ = std::fs::remove_dir_all(d);
             }
-            let partial = partial_path(output);
+            let partial = spelunk_fsio::partial_path(partial_of);
             let kept = writer.keep_partial(&partial).map(|()| partial);
             return Err(HardwareError::WriteFailed {
                 source: Box::new(source),

@@ -22,6 +22,7 @@ pub mod convert;
 pub mod emulator;
 pub mod flow;
 pub mod hardware;
+pub mod interrupt;
 pub mod overhead;
 pub mod runtime_log;
 pub mod session;

@@ -89,6 +89,17 @@ pub enum SessionError {
         #[source]
         source: spelunk_perf::sidecar::SidecarError,
     },
+    /// spelunk got SIGINT or SIGTERM: the program was stopped. `conversion` is what was
+    /// recorded until then (converted at the requested path), if anything.
+    #[error(
+        "interrupted by {}: stopped {program} and the emulator",
+        crate::interrupt::signal_name(*.signal)
+    )]
+    Interrupted {
+        signal: i32,
+        program: String,
+        conversion: Option<Box<Conversion>>,
+    },
     #[error("converting the emulator's trace {}", .trace.display())]
     Convert {
         trace: PathBuf,
@@ -141,13 +152,29 @@ impl EmulatedRecording {
             valgrind_line(line);
         }
         let exit = ProgramExit(run.status);
+        let program = command
+            .first()
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if let Some(signal) = run.interrupted {
+            let conversion = trace
+                .exists()
+                .then(|| convert(&trace, &perf_data, cmdline).ok())
+                .flatten()
+                .map(Box::new);
+            if !keep_trace {
+                let _ = std::fs::remove_file(&trace);
+            }
+            return Err(SessionError::Interrupted {
+                signal,
+                program,
+                conversion,
+            });
+        }
         if !trace.exists() {
             return Err(SessionError::NoTrace {
                 trace,
-                program: command
-                    .first()
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
+                program,
                 exit,
             });
         }
@@ -189,6 +216,15 @@ fn keep_tool_options(
         .collect();
     sc.config.insert(EMULATOR_OPTIONS_KEY.into(), args.into());
     sc.write(sidecar).map_err(failed)
+}
+
+impl EmulatedRecording {
+    /// Points the recording's paths at where it was moved to.
+    pub(crate) fn relocate(&mut self, perf_data: &Path, sidecar: &Path) {
+        self.conversion.perf_data = perf_data.to_path_buf();
+        self.conversion.sidecar = sidecar.to_path_buf();
+        self.trace = trace_path(perf_data);
+    }
 }
 
 /// The emulator's raw trace of a recording: `<perf_data>.emutrace`.

@@ -19,7 +19,7 @@
 //! Both timelines are stamped with CLOCK_MONOTONIC nanoseconds at the same instants.
 
 use spelunk_perf::counting::{
-    self, CountingError, CountingSession, OpenOptions, PerfSys, StoppedChild, Target,
+    CountingError, CountingSession, OpenOptions, PerfSys, StoppedChild, Target,
 };
 use spelunk_perf::sidecar::{
     CapacitySample, CapacityTimeline, CounterSnapshot, Counters, MappingClass, NodeResident,
@@ -848,6 +848,13 @@ pub enum TimelineError {
     Io { what: String, source: io::Error },
     #[error(transparent)]
     Sidecar(#[from] spelunk_perf::sidecar::SidecarError),
+    /// spelunk got SIGINT or SIGTERM: the program was stopped; the sidecar holds the
+    /// timelines up to then.
+    #[error(
+        "interrupted by {}: stopped {program}",
+        crate::interrupt::signal_name(*.signal)
+    )]
+    Interrupted { signal: i32, program: String },
 }
 
 /// The cache line size sysfs gives for CPU 0's first cache, in bytes.
@@ -886,12 +893,15 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
             )),
         }
     }
+    let mut stopper = crate::interrupt::Stopper::catch();
     let mut child =
         StoppedChild::spawn_env(command, &env).map_err(io_err(format!("starting {program}")))?;
+    // SIGINT/SIGTERM to spelunk stop the program (it shares spelunk's process group and
+    // terminal, so it is stopped alone), and what was recorded is kept (docs/files.md).
+    stopper.aim(child.pid(), false);
     let plan = CounterPlan::new(&o.pmu);
     let mut counters = CounterRecorder::open(sys, &plan, child.pid());
     let mut capacity = CapacitySampler::new(&o.proc_root, child.pid(), o.interval_ns);
-    counting::catch_interrupt();
     let start_ns = monotonic_ns();
     child
         .release()
@@ -905,6 +915,7 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         {
             break s;
         }
+        stopper.poll();
         let now = monotonic_ns();
         if now >= next {
             capacity.sample(now);
@@ -919,6 +930,7 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
         std::thread::sleep(Duration::from_nanos((next - now).min(10_000_000)));
     };
     counters.snapshot(monotonic_ns(), "final");
+    let interrupted = stopper.finish();
 
     let mut sc = Sidecar::new("timelines");
     sc.command = command.to_vec();
@@ -941,6 +953,9 @@ pub fn record_timelines<S: PerfSys + ?Sized>(
     }
 
     sc.write(sidecar_path)?;
+    if let Some(signal) = interrupted {
+        return Err(TimelineError::Interrupted { signal, program });
+    }
     Ok(TimelineRecording {
         sidecar_path: sidecar_path.to_path_buf(),
         start_ns,

@@ -151,6 +151,9 @@ pub fn partition_dir(dir: &Path, part: &Partition) -> PathBuf {
         .join(format!("run={}", escape_partition_value(&part.run)))
 }
 
+/// A dataset marker is a line of JSON; anything larger is not one.
+const MAX_MARKER_BYTES: u64 = 64 << 10;
+
 /// Creates `dir` as a dataset, or checks that it is one of this version.
 fn open_dataset(dir: &Path) -> Result<(), DatasetError> {
     let io = |what| {
@@ -163,7 +166,10 @@ fn open_dataset(dir: &Path) -> Result<(), DatasetError> {
     std::fs::create_dir_all(dir).map_err(io("cannot create the dataset directory"))?;
     let marker = dir.join(DATASET_MARKER);
     let want = serde_json::json!({"format": "spelunk-dataset", "version": DATASET_VERSION});
-    match std::fs::read(&marker) {
+    // Read only as a regular file inside the dataset: a FIFO there would block for ever, a
+    // link could lead elsewhere.
+    spelunk_fsio::check_within(dir, &marker).map_err(io("cannot use the dataset marker"))?;
+    match spelunk_fsio::read_bounded(&marker, MAX_MARKER_BYTES) {
         Ok(bytes) => {
             let found: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
             if found != want {
@@ -261,11 +267,15 @@ pub fn export(
 /// Moves the complete partition into place; refuses when another export got there first.
 fn publish(staging: &Path, final_dir: &Path) -> Result<(), DatasetError> {
     let host_dir = final_dir.parent().unwrap_or(final_dir);
-    std::fs::create_dir_all(host_dir).map_err(|source| DatasetError::Io {
-        path: host_dir.to_path_buf(),
-        what: "cannot create",
-        source,
-    })?;
+    let dataset = host_dir.parent().unwrap_or(host_dir);
+    // Never through a link out of the dataset (`host=NAME` planted as a symlink elsewhere).
+    spelunk_fsio::create_dir_within(dataset, host_dir)
+        .and_then(|()| spelunk_fsio::check_within(dataset, final_dir))
+        .map_err(|source| DatasetError::Io {
+            path: host_dir.to_path_buf(),
+            what: "cannot create",
+            source,
+        })?;
     if final_dir.exists() {
         return Err(DatasetError::Exists(final_dir.to_path_buf()));
     }
@@ -321,7 +331,7 @@ fn write_partition(
         pending.clear();
         progress(table.rows());
     };
-    rec.decode(|s| {
+    let stats = rec.decode(|s| {
         pending.push(*s);
         if pending.len() == BATCH {
             flush(&mut pending, &mut table);
@@ -339,6 +349,9 @@ fn write_partition(
         "run": part.run,
         "source": source,
         "samples": n,
+        // What the recording lost (a cut file, dropped records): a partition is never taken
+        // for a complete run in silence.
+        "losses": rec.losses(&stats),
         "dataset_version": DATASET_VERSION,
         "spelunk_version": env!("CARGO_PKG_VERSION"),
         "exported_unix_s": std::time::SystemTime::now()
