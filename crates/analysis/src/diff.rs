@@ -111,7 +111,7 @@ pub enum Verdict {
 }
 
 /// A finding of `spelunk advise` (issue 24) that appeared, disappeared or persisted between
-/// the recordings. Reserved: not computed yet (`findings` is absent from the output).
+/// the recordings: the same class in the same function (a fix moves lines, not functions).
 #[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FindingChange {
     /// The finding's class (docs/advise.md's vocabulary).
@@ -185,8 +185,8 @@ pub struct DiffReport {
     /// What the comparison assumed (an unknown or differing sampling interval, missing
     /// counters), one sentence each.
     pub notes: Vec<String>,
-    /// Findings that appeared or disappeared: reserved for `spelunk advise`'s findings (issue
-    /// 24), not computed yet, and then absent.
+    /// `spelunk advise`'s findings on each side, matched by class and function: disappeared
+    /// (the fix removed the cause), appeared, persisted. Absent when a side was not advised.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub findings: Option<Vec<FindingChange>>,
     /// Rows ranked by |delta_cost_cycles|, noise rows after the others.
@@ -512,7 +512,7 @@ pub fn diff(baseline: &Report, new: &Report, counters: [Option<&CounterTotals>; 
         baseline: sa,
         new: sb,
         filter: baseline.filter.clone(),
-        findings: None,
+        findings: finding_changes(baseline, new),
         functions: matched(
             &baseline.hotspots.functions,
             &new.hotspots.functions,
@@ -535,6 +535,62 @@ pub fn diff(baseline: &Report, new: &Report, counters: [Option<&CounterTotals>; 
             iv,
         ),
     }
+}
+
+/// The findings of the two sides matched by (class, function): disappeared first (largest
+/// cost first), then appeared, then persisted. None unless both reports carry advice.
+fn finding_changes(baseline: &Report, new: &Report) -> Option<Vec<FindingChange>> {
+    use crate::model::advise::Finding;
+    let (a, b) = (baseline.advice.as_ref()?, new.advice.as_ref()?);
+    let key = |f: &Finding| (f.class.name().to_string(), f.location.function.clone());
+    let place = |f: &Finding| {
+        let func = f.location.function.as_deref().unwrap_or("[unknown]");
+        match (&f.location.file, f.location.line) {
+            (Some(file), Some(line)) => format!("{func} at {file}:{line}"),
+            _ => func.to_string(),
+        }
+    };
+    let mut out = Vec::new();
+    for f in &a.findings {
+        let other = b.findings.iter().find(|g| key(g) == key(f));
+        out.push(FindingChange {
+            class: f.class.name().to_string(),
+            location: place(other.unwrap_or(f)),
+            status: if other.is_some() {
+                "persisted"
+            } else {
+                "disappeared"
+            }
+            .into(),
+            cost_baseline_cycles: Some(f.gain.cycles_at_stake),
+            cost_new_cycles: other.map(|g| g.gain.cycles_at_stake),
+        });
+    }
+    for g in &b.findings {
+        if !a.findings.iter().any(|f| key(f) == key(g)) {
+            out.push(FindingChange {
+                class: g.class.name().to_string(),
+                location: place(g),
+                status: "appeared".into(),
+                cost_baseline_cycles: None,
+                cost_new_cycles: Some(g.gain.cycles_at_stake),
+            });
+        }
+    }
+    let rank = |c: &FindingChange| match c.status.as_str() {
+        "disappeared" => 0,
+        "appeared" => 1,
+        _ => 2,
+    };
+    out.sort_by(|x, y| {
+        rank(x).cmp(&rank(y)).then(
+            y.cost_baseline_cycles
+                .or(y.cost_new_cycles)
+                .unwrap_or(0.0)
+                .total_cmp(&x.cost_baseline_cycles.or(x.cost_new_cycles).unwrap_or(0.0)),
+        )
+    });
+    Some(out)
 }
 
 #[cfg(test)]

@@ -382,6 +382,26 @@ fn false_sharing_names_the_fields_to_pad_apart() {
             .all(|f| f["class"] != "false-sharing"),
         "{b:#}"
     );
+    // spelunk diff says the fix removed it.
+    let (fs, nfs) = (dir.join("fs.data"), dir.join("nfs.data"));
+    let d: Value = serde_json::from_slice(&spelunk(
+        &lib,
+        &[
+            "diff",
+            fs.to_str().unwrap(),
+            nfs.to_str().unwrap(),
+            "--json",
+        ],
+    ))
+    .unwrap();
+    let gone = d["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "false-sharing")
+        .unwrap_or_else(|| panic!("{:#}", d["findings"]));
+    assert_eq!(gone["status"], "disappeared", "{gone:#}");
+    assert_eq!(gone["cost_new_cycles"], Value::Null);
 }
 
 /// `spelunk advise --verify` (issue 24 item 3) on four programs of the suite, one per

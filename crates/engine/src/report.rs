@@ -235,13 +235,18 @@ impl Recording {
             timeline_points: 0,
             ..Default::default()
         };
+        // The advisor rides on the decode (on a thread of its own): a diff says which findings
+        // a change removed, a benchmark which it brought.
+        let mut advice = AdviceScan::new(self, filter.clone(), true);
         let mut builder = ProfileBuilder::new(&self.interp, &objects, filter, limits)
             .with_phases(self.ctx.phases.clone());
         let stats = self.while_loading_symbols(symbolizer, || {
-            crate::parallel::profile(self, &mut builder, None)
+            crate::parallel::profile_with_side_pass(self, &mut builder, |s: &SpeSample| {
+                advice.add(s)
+            })
         })?;
         let info = self.recording_info(self.losses(&stats));
-        let r = builder.finish(
+        let mut r = builder.finish(
             &self.ctx.spaces,
             symbolizer,
             &self.ctx.thread_names,
@@ -249,6 +254,7 @@ impl Recording {
             self.ctx.sidecar.as_deref(),
         );
         self.require_samples(&r)?;
+        r.advice = Some(advice.finish(self, &stats, &r, None, &objects, symbolizer)?);
         Ok(r)
     }
 }

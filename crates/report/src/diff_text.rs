@@ -276,6 +276,31 @@ fn table(o: &mut String, title: &str, rows: &[DiffRow], limit: usize, all: bool)
     }
 }
 
+/// The advisor's findings that the change removed, brought or left (`spelunk advise`).
+fn findings(o: &mut String, d: &DiffReport) {
+    let Some(f) = &d.findings else { return };
+    if f.is_empty() {
+        let _ = writeln!(o, "Findings (spelunk advise): none in A or B");
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "Findings (spelunk advise; cost = estimated cycles at stake):"
+    );
+    for c in f {
+        let cost = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3e}"));
+        let _ = writeln!(
+            o,
+            "  {:<11}  {:<17}  {}  (A {}, B {})",
+            c.status,
+            c.class,
+            c.location,
+            cost(c.cost_baseline_cycles),
+            cost(c.cost_new_cycles)
+        );
+    }
+}
+
 pub fn render(d: &DiffReport, tables: Tables, limit: usize, all: bool) -> String {
     let mut o = String::new();
     let interval = |i: Option<u64>| {
@@ -302,6 +327,7 @@ pub fn render(d: &DiffReport, tables: Tables, limit: usize, all: bool) -> String
         let _ = writeln!(o, "Filter: {}", d.filter.join(", "));
     }
     totals(&mut o, d);
+    findings(&mut o, d);
     for n in &d.notes {
         let _ = writeln!(o, "Note: {n}");
     }
