@@ -297,13 +297,12 @@ fn program(spec: &BenchSpec) -> Option<PathBuf> {
     }
 }
 
-/// The program's GNU build-id (.note.gnu.build-id), hex.
+/// The program's GNU build-id (.note.gnu.build-id), hex: the recorders' reader.
 fn build_id(path: &Path) -> Option<String> {
-    use object::Object;
-    let data = std::fs::read(path).ok()?;
-    let file = object::File::parse(&*data).ok()?;
-    let id = file.build_id().ok()??;
-    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+    spelunk_perf::buildid::read_build_id(path)
+        .ok()
+        .flatten()
+        .map(|id| id.hex())
 }
 
 /// The C library's version spelunk runs with (the emulated program's, on the same machine).
