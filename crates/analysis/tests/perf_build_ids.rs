@@ -59,12 +59,11 @@ fn perf_written_build_ids_reach_the_mappings() {
         .find(|e| e.path == exe_s)
         .unwrap_or_else(|| panic!("{exe_s} not in {:?}", f.features.build_ids));
     assert_eq!(entry.build_id.hex(), want);
-    // The kernel is listed with the kernel cpumode.
-    assert!(f
-        .features
-        .build_ids
-        .iter()
-        .any(|e| e.path.starts_with("[kernel") && e.cpu_mode == 1));
+    // The kernel, when listed (perf lists the files with samples: the kernel only when the
+    // run was sampled in it, which depends on the machine), has the kernel cpumode.
+    for e in f.features.build_ids.iter().filter(|e| e.path.starts_with("[kernel")) {
+        assert_eq!(e.cpu_mode, 1, "{e:?}");
+    }
 
     let ctx = RecordingContext::from_perf(&f, None, Vec::new());
     let mapped: Vec<_> = ctx
