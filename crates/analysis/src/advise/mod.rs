@@ -596,6 +596,11 @@ pub fn advise(input: &AdviseInput) -> Advice {
     });
     cands.retain(|c| c.stake / total_sampled >= MIN_COST_SHARE || c.location.is_some());
     heap_churn_rule(input, total_sampled, &mut cands, &mut note_seen);
+    // Top-down's verdict names the bottleneck only where the samples were enough to rule
+    // memory out and no located cause explains the cycles.
+    if cands.is_empty() && scan.totals.samples as f64 >= 10.0 * MIN_SAMPLES {
+        top_down_rules(input, &groups, cycles, interval, &mut cands, &mut note_seen);
+    }
 
     // Merge candidates of one class at one source line (several PCs of one statement).
     let mut merged: Vec<(Candidate, Vec<PcKey>)> = Vec::new();
@@ -1676,6 +1681,132 @@ fn sharing_rules(
     }
 }
 
+/// `front-end` and `core`: the run's stall cycles from the recording's counters (top-down
+/// stage 1, [N1 PMU methodology] cycle accounting), raised only when no memory (or other
+/// located) cause was found: the stall share is the stake, the hottest function the place.
+fn top_down_rules(
+    input: &AdviseInput,
+    groups: &FunctionGroups,
+    cycles: f64,
+    interval: f64,
+    cands: &mut Vec<Candidate>,
+    note_seen: &mut impl FnMut(FindingClass, f64, String),
+) {
+    let Some(counters) = input.counters else {
+        return;
+    };
+    let Some(&run_cycles) = counters.get("CPU_CYCLES").filter(|c| **c > 0) else {
+        return;
+    };
+    // The hottest function by samples: where the stalled cycles are spent most.
+    let mut hottest: Option<(u64, PcKey)> = None;
+    for k in groups.group_of.keys() {
+        let (n, _, _) = groups.totals(k);
+        if hottest.is_none_or(|(m, hk)| n > m || (n == m && *k < hk)) {
+            hottest = Some((n, *k));
+        }
+    }
+    let location = hottest
+        .and_then(|(_, k)| input.locations.get(&k))
+        .map(|l| FindingLocation {
+            function: Some(l.function_name()),
+            dso: Some(l.dso.to_string()),
+            ..FindingLocation::default()
+        });
+    let per_kilo = |name: &str| {
+        let inst = *counters.get("INST_RETIRED")?;
+        let n = *counters.get(name)?;
+        (inst > 0).then(|| n as f64 * 1000.0 / inst as f64)
+    };
+    let classes = [
+        (FindingClass::FrontEnd, "STALL_FRONTEND"),
+        (FindingClass::Core, "STALL_BACKEND"),
+    ];
+    for (class, event) in classes {
+        let Some(&stalls) = counters.get(event) else {
+            continue;
+        };
+        let r = rule_of(class);
+        let stall_share = stalls as f64 / run_cycles as f64;
+        note_seen(
+            class,
+            stall_share,
+            format!(
+                "{event} is {:.0} % of the cycles (threshold {:.0} %){}",
+                100.0 * stall_share,
+                100.0 * r.t("min_stall_share"),
+                if class == FindingClass::Core {
+                    ", with memory ruled out"
+                } else {
+                    ""
+                }
+            ),
+        );
+        if stall_share < r.t("min_stall_share") {
+            continue;
+        }
+        let mut evidence = vec![ev(
+            &format!("{}_share", event.to_ascii_lowercase()),
+            stall_share,
+            "share",
+            Some(r.t("min_stall_share")),
+            0,
+        )];
+        let (summary, steps, detail): (&str, Vec<String>, &[&str]) = match class {
+            FindingClass::FrontEnd => (
+                "shrink and straighten the hot code path",
+                vec![
+                    "the core waits for instructions, not data: build with profile-guided                      optimisation (-fprofile-generate, then -fprofile-use) and link-time                      optimisation so hot code is laid out together and cold code split off"
+                        .into(),
+                    "`spelunk topdown --stage 2` (or --emulate) says which: instruction-cache or                      instruction-TLB refills (code footprint) or branch mispredicts (redirects)"
+                        .into(),
+                ],
+                &["L1I_CACHE_REFILL", "ITLB_WALK", "BR_MIS_PRED_RETIRED"],
+            ),
+            _ => (
+                "shorten the dependency chains and use the vector units",
+                vec![
+                    "the back end stalls with loads served from L1: split a reduction over                      several accumulators, vectorise the loop (NEON/SVE: check the compiler's                      -fopt-info-vec), move divisions and square roots out of the loop"
+                        .into(),
+                    "`spelunk topdown --stage 2` splits the back-end stalls".into(),
+                ],
+                &["INST_SPEC", "DP_SPEC", "ASE_SPEC", "VFP_SPEC"],
+            ),
+        };
+        for name in detail {
+            if let Some(v) = per_kilo(name) {
+                evidence.push(ev(
+                    &format!("{}_pki", name.to_ascii_lowercase()),
+                    v,
+                    "per kilo-instruction",
+                    None,
+                    0,
+                ));
+            }
+        }
+        // In sampled cycles, as the other candidates' stakes.
+        let stake = stall_share * cycles / interval;
+        cands.push(Candidate {
+            class,
+            key: (None, 0),
+            stake,
+            stake_upper: stake,
+            evidence,
+            fix: Fix {
+                summary: summary.into(),
+                steps,
+                ..Fix::default()
+            },
+            samples: input.scan.totals.samples,
+            assumptions: vec![format!(
+                "the stalls are {event} from the recording's counters over the whole run; no                  memory cause was found in the samples"
+            )],
+            location: Some(location.clone().unwrap_or_default()),
+            absorbs_walks: false,
+        });
+    }
+}
+
 fn heap_churn_rule(
     input: &AdviseInput,
     total_sampled: f64,
@@ -1823,5 +1954,82 @@ pub fn without_samples(
             .collect(),
         notes: vec![reason.to_string()],
         verification: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input_with<'a>(
+        scan: &'a AccessScan,
+        locations: &'a FastMap<PcKey, Arc<CodeLocation>>,
+        objects: &'a DataObjects,
+        counters: &'a BTreeMap<String, u64>,
+    ) -> AdviseInput<'a> {
+        AdviseInput {
+            file: "t.data".into(),
+            cpu_model: Some("neoverse-n1".into()),
+            emulated: true,
+            scan,
+            locations,
+            objects,
+            c2c: None,
+            allocation_sites: &[],
+            counters: Some(counters),
+            config: None,
+            interval_ops: Some(1000.0),
+        }
+    }
+
+    /// Top-down stage 1 names the bottleneck when no located cause was found: half the cycles
+    /// stalled in the back end is a `core` finding whose share of the cycles is that half; a
+    /// front end stalled 10 % of the time is ruled out with its figure.
+    #[test]
+    fn back_end_stalls_without_a_memory_cause_are_a_core_finding() {
+        // Enough samples to rule memory out: loads served by L1 at 4 cycles, one PC.
+        let mut scan = AccessScan::new(1);
+        for i in 0..3000u64 {
+            let s = spelunk_spe::SpeSample {
+                tid: Some(1),
+                time_ns: Some(i * 100),
+                record: spelunk_spe::SpeRecord {
+                    data_va: Some(spelunk_spe::DataVirtualAddress::new(0x10000 + 8 * i, 0)),
+                    total_latency_cycles: Some(5),
+                    issue_latency_cycles: Some(1),
+                    ..Default::default()
+                },
+                ..Default::default()
+            };
+            let x = crate::select::Selected {
+                kind: crate::agg::OpKind::Load,
+                source: Some(DataSource::L1D),
+                pc: Some(0x400000),
+            };
+            scan.add(&s, &x);
+        }
+        let locations = FastMap::default();
+        let objects = DataObjects::default();
+        let counters: BTreeMap<String, u64> = [
+            ("CPU_CYCLES", 1_000_000),
+            ("INST_RETIRED", 2_000_000),
+            ("STALL_BACKEND", 500_000),
+            ("STALL_FRONTEND", 100_000),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let a = advise(&input_with(&scan, &locations, &objects, &counters));
+        assert_eq!(a.findings.len(), 1, "{:#?}", a.findings);
+        let f = &a.findings[0];
+        assert_eq!(f.class, FindingClass::Core);
+        assert!((f.gain.share_of_cycles - 0.5).abs() < 1e-9, "{:?}", f.gain);
+        assert!((f.gain.cycles_at_stake - 500_000.0).abs() < 1e-3);
+        let fe = a
+            .ruled_out
+            .iter()
+            .find(|r| r.class == FindingClass::FrontEnd)
+            .unwrap();
+        assert!(fe.reason.contains("10 %"), "{}", fe.reason);
     }
 }
