@@ -61,7 +61,12 @@ fn perf_written_build_ids_reach_the_mappings() {
     assert_eq!(entry.build_id.hex(), want);
     // The kernel, when listed (perf lists the files with samples: the kernel only when the
     // run was sampled in it, which depends on the machine), has the kernel cpumode.
-    for e in f.features.build_ids.iter().filter(|e| e.path.starts_with("[kernel")) {
+    for e in f
+        .features
+        .build_ids
+        .iter()
+        .filter(|e| e.path.starts_with("[kernel"))
+    {
         assert_eq!(e.cpu_mode, 1, "{e:?}");
     }
 
