@@ -84,7 +84,12 @@ fn open(path: &Path, args: &DiffArgs) -> anyhow::Result<(Recording, Filter)> {
 
 fn report((rec, filter): &(Recording, Filter), args: &DiffArgs) -> anyhow::Result<Report> {
     let mut symbolizer = args.symbols.symbolizer(rec)?;
-    Ok(rec.every_row_report(filter.clone(), args.symbols.symfs.as_ref(), &mut symbolizer)?)
+    Ok(rec.every_row_report(
+        filter.clone(),
+        args.symbols.symfs.as_ref(),
+        &mut symbolizer,
+        true,
+    )?)
 }
 
 /// The two reports are made at the same time; errors are those of making them one after the

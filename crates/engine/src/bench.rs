@@ -397,7 +397,7 @@ pub fn run_benchmark(
         Recording::open(&rec.conversion.perf_data, None, SidecarUse::Read).map_err(recording)?;
     let mut symbolizer = r.symbolizer(None, None);
     let report = r
-        .every_row_report(Filter::default(), None, &mut symbolizer)
+        .every_row_report(Filter::default(), None, &mut symbolizer, false)
         .map_err(recording)?;
     let empty = BTreeMap::new();
     let sidecar = r.ctx.sidecar.as_deref();

@@ -221,12 +221,15 @@ impl Recording {
     }
 
     /// The report with every row and no timeline, the input of `spelunk diff` (the same
-    /// parallel aggregation as [`Recording::report`]). A report without samples is an error.
+    /// parallel aggregation as [`Recording::report`]); with the advisor's findings when
+    /// `advise` (diff says which a change removed; a benchmark gate does not need them). A
+    /// report without samples is an error.
     pub fn every_row_report(
         &self,
         filter: Filter,
         symfs: Option<&PathBuf>,
         symbolizer: &mut CodeSymbolizer,
+        advise: bool,
     ) -> Result<Report, RecordingError> {
         let objects = self.ctx.data_objects(symfs);
         let limits = ReportLimits {
@@ -235,15 +238,13 @@ impl Recording {
             timeline_points: 0,
             ..Default::default()
         };
-        // The advisor rides on the decode (on a thread of its own): a diff says which findings
-        // a change removed, a benchmark which it brought.
-        let mut advice = AdviceScan::new(self, filter.clone(), true);
+        // The advisor rides on the decode, on a thread of its own.
+        let mut advice = advise.then(|| AdviceScan::new(self, filter.clone(), true));
         let mut builder = ProfileBuilder::new(&self.interp, &objects, filter, limits)
             .with_phases(self.ctx.phases.clone());
-        let stats = self.while_loading_symbols(symbolizer, || {
-            crate::parallel::profile_with_side_pass(self, &mut builder, |s: &SpeSample| {
-                advice.add(s)
-            })
+        let stats = self.while_loading_symbols(symbolizer, || match advice.as_mut() {
+            Some(a) => crate::parallel::profile_with_side_pass(self, &mut builder, |s| a.add(s)),
+            None => crate::parallel::profile(self, &mut builder, None),
         })?;
         let info = self.recording_info(self.losses(&stats));
         let mut r = builder.finish(
@@ -254,7 +255,9 @@ impl Recording {
             self.ctx.sidecar.as_deref(),
         );
         self.require_samples(&r)?;
-        r.advice = Some(advice.finish(self, &stats, &r, None, &objects, symbolizer)?);
+        if let Some(a) = advice {
+            r.advice = Some(a.finish(self, &stats, &r, None, &objects, symbolizer)?);
+        }
         Ok(r)
     }
 }
